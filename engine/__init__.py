@@ -1,0 +1,32 @@
+"""KV Classroom's mini-Transformer: a Llama-style decoder in pure NumPy (CuPy optional).
+
+    from engine import Config, Transformer, KVCache, SamplingParams, Generator, Step
+    from engine import Tokenizer, load_course_model      # loaded on first use
+
+See ARCHITECTURE.md ("Engine API") for the whole surface.
+"""
+from engine.cache import KVCache
+from engine.config import Config
+from engine.model import Trace, Transformer
+
+__all__ = ["Config", "Transformer", "Trace", "KVCache", "SamplingParams", "Generator", "Step",
+           "Tokenizer", "load_course_model"]
+
+_LAZY = {
+    "SamplingParams": "engine.sampling",
+    "Generator": "engine.generate",
+    "Step": "engine.generate",
+    # from the course-model part of the engine; imported only when asked for
+    "Tokenizer": "engine.tokenizer",
+    "load_course_model": "engine.course",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'engine' has no attribute {name!r}")

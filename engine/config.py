@@ -1,0 +1,92 @@
+"""The blueprint of the mini-Transformer: a small, frozen, validated dataclass.
+
+A Config says how big every part of the model is; it holds no weights and no state.
+Names follow Hugging Face's LlamaConfig where they differ only in spelling
+(``d_model`` = hidden_size, ``ffn_dim`` = intermediate_size, ``n_kv_heads`` =
+num_key_value_heads, ``norm_eps`` = rms_norm_eps, ``max_seq_len`` =
+max_position_embeddings).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+DTYPES = ("float32", "float16")
+
+
+def _check_int(name: str, value, minimum: int = 1) -> None:
+    # bool is an int subclass; True as a layer count is always a mistake
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"Config.{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"Config.{name} must be >= {minimum}, got {value}")
+
+
+@dataclass(frozen=True)
+class Config:
+    vocab_size: int  # V: number of token ids
+    d_model: int  # D: width of the residual stream
+    n_layers: int  # L: transformer blocks
+    n_heads: int  # H: query heads
+    n_kv_heads: int  # KV: key/value heads; H % KV == 0 (GQA; KV == H is plain multi-head)
+    ffn_dim: int  # F: hidden width of the SwiGLU MLP
+    max_seq_len: int  # context window: positions 0 .. max_seq_len-1
+    rope_theta: float = 10000.0  # RoPE base; Llama 3 uses 500000
+    norm_eps: float = 1e-5  # RMSNorm epsilon
+    dtype: str = "float32"  # weights, activations and KV cache: "float32" or "float16"
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim", "max_seq_len"):
+            _check_int(name, getattr(self, name))
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"Config.d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}) "
+                f"so every head gets the same head_dim"
+            )
+        if self.head_dim % 2:
+            raise ValueError(
+                f"head_dim = d_model / n_heads = {self.head_dim} must be even for rotary position "
+                f"embedding (RoPE rotates pairs of dimensions); change d_model or n_heads"
+            )
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"Config.n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads}): "
+                f"in grouped-query attention each key/value head serves n_heads/n_kv_heads query heads"
+            )
+        for name in ("rope_theta", "norm_eps"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError(f"Config.{name} must be a number, got {type(v).__name__} {v!r}")
+            if not math.isfinite(v) or v <= 0:
+                raise ValueError(f"Config.{name} must be a finite number > 0, got {v!r}")
+            object.__setattr__(self, name, float(v))
+        dtype = self.dtype
+        if not isinstance(dtype, str):  # accept numpy dtypes and type objects, store the name
+            dtype = getattr(dtype, "__name__", None) or str(dtype)
+        if dtype not in DTYPES:
+            raise ValueError(f"Config.dtype must be one of {DTYPES}, got {self.dtype!r}")
+        object.__setattr__(self, "dtype", dtype)
+
+    @property
+    def head_dim(self) -> int:
+        """hd: width of one attention head."""
+        return self.d_model // self.n_heads
+
+    @property
+    def dtype_bytes(self) -> int:
+        return 4 if self.dtype == "float32" else 2
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able dict (what engine/data stores next to the weights)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Config":
+        """Inverse of to_dict; unknown keys are an error, not silently dropped."""
+        if not isinstance(d, dict):
+            raise TypeError(f"Config.from_dict needs a dict, got {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown Config field(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return cls(**d)

@@ -1,0 +1,360 @@
+"""A decoder-only Transformer of the Llama family, in NumPy (or CuPy), top to bottom.
+
+    rmsnorm -> rope -> attention (grouped-query, KV cache) -> mlp (SwiGLU) -> block -> Transformer
+
+Shapes, in one alphabet used in every comment below:
+    T   new tokens in this call          S   positions attended (cache length + T)
+    D   d_model                          V   vocab_size
+    H   query heads                      KV  key/value heads (H % KV == 0)
+    G   H // KV, query heads per KV head hd  head_dim = D // H
+    F   ffn_dim                          L   n_layers
+
+Weights: a dict of arrays whose names mirror Hugging Face's LlamaForCausalLM, stored in
+``x @ W`` layout (the transpose of ``torch.nn.Linear.weight``):
+
+    embed                 [V, D]        model.embed_tokens.weight
+    layers.{i}.attn_norm  [D]           model.layers.{i}.input_layernorm.weight
+    layers.{i}.wq         [D, H*hd]     model.layers.{i}.self_attn.q_proj.weight.T
+    layers.{i}.wk         [D, KV*hd]    model.layers.{i}.self_attn.k_proj.weight.T
+    layers.{i}.wv         [D, KV*hd]    model.layers.{i}.self_attn.v_proj.weight.T
+    layers.{i}.wo         [H*hd, D]     model.layers.{i}.self_attn.o_proj.weight.T
+    layers.{i}.mlp_norm   [D]           model.layers.{i}.post_attention_layernorm.weight
+    layers.{i}.w_gate     [D, F]        model.layers.{i}.mlp.gate_proj.weight.T
+    layers.{i}.w_up       [D, F]        model.layers.{i}.mlp.up_proj.weight.T
+    layers.{i}.w_down     [F, D]        model.layers.{i}.mlp.down_proj.weight.T
+    norm                  [D]           model.norm.weight
+    lm_head               [D, V]        lm_head.weight.T  (untied from embed)
+
+Internally wq|wk|wv and w_gate|w_up are stored side by side so each is one matmul;
+``model.weights`` holds views into them under the names above.
+Numerics follow HF: RMSNorm and softmax in float32, matmuls in the model's dtype.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.cache import KVCache
+from engine.config import Config
+
+# --------------------------------------------------------------------------- weights
+
+
+def weight_shapes(c: Config) -> dict[str, tuple[int, ...]]:
+    """Every weight name the model needs and its shape, in model order."""
+    D, F, V, hd = c.d_model, c.ffn_dim, c.vocab_size, c.head_dim
+    shapes = {"embed": (V, D)}
+    for i in range(c.n_layers):
+        p = f"layers.{i}."
+        shapes.update({
+            p + "attn_norm": (D,),
+            p + "wq": (D, c.n_heads * hd),
+            p + "wk": (D, c.n_kv_heads * hd),
+            p + "wv": (D, c.n_kv_heads * hd),
+            p + "wo": (c.n_heads * hd, D),
+            p + "mlp_norm": (D,),
+            p + "w_gate": (D, F),
+            p + "w_up": (D, F),
+            p + "w_down": (F, D),
+        })
+    shapes.update({"norm": (D,), "lm_head": (D, V)})
+    return shapes
+
+
+# --------------------------------------------------------------------------- rmsnorm
+
+
+def rmsnorm(x, w, eps: float):
+    """x [T, D] / rms(x) * w [D] -> [T, D]; the mean square is taken in float32."""
+    x32 = x.astype("float32", copy=False)
+    ms = (x32 * x32).mean(axis=-1, keepdims=True)  # [T, 1]
+    return w * (x32 / (ms + eps) ** 0.5).astype(x.dtype, copy=False)
+
+
+# --------------------------------------------------------------------------- rope
+
+
+def rope_tables(c: Config, xp):
+    """cos, sin [max_seq_len, hd] for rotary position embedding (HF Llama convention).
+
+    Frequency i (0 <= i < hd/2) turns at theta^(-2i/hd) radians per position; the table
+    repeats the hd/2 angles twice because rotate_half pairs dimension j with j + hd/2.
+    """
+    hd = c.head_dim
+    inv_freq = 1.0 / c.rope_theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)  # [hd/2]
+    angles = np.outer(np.arange(c.max_seq_len, dtype=np.float64), inv_freq)  # [M, hd/2]
+    angles = np.concatenate([angles, angles], axis=-1)  # [M, hd]
+    return xp.asarray(np.cos(angles), dtype=c.dtype), xp.asarray(np.sin(angles), dtype=c.dtype)
+
+
+def rotate_half(x, xp):
+    """[..., hd]: (x1, x2) -> (-x2, x1), the two halves of the last axis."""
+    h = x.shape[-1] // 2
+    return xp.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def apply_rope(x, cos, sin, xp):
+    """x [T, N, hd] rotated by the angles of its positions; cos, sin [T, hd]."""
+    return x * cos[:, None, :] + rotate_half(x, xp) * sin[:, None, :]
+
+
+# --------------------------------------------------------------------------- attention
+
+
+def softmax(s, xp):
+    """Row-wise softmax of float32 scores [..., S] (masked entries are -inf)."""
+    e = xp.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def attention(x, wqkv, wo, c: Config, cos, sin, pos: int, cache: KVCache | None, layer: int, xp):
+    """Causal grouped-query self-attention of x [T, D] at positions pos .. pos+T-1.
+
+    With a cache, the new K/V are written into slots pos .. pos+T-1 and the queries attend
+    to slots 0 .. pos+T-1; without one, pos is 0 and the queries attend to each other only.
+    Returns (out [T, D], probs [H, T, S] float32, scores [H, T, S] float32).
+    """
+    T = x.shape[0]
+    H, KV, hd = c.n_heads, c.n_kv_heads, c.head_dim
+    G = H // KV
+    qkv = (x @ wqkv).reshape(T, H + 2 * KV, hd)  # [T, H+2KV, hd]
+    qk = apply_rope(qkv[:, : H + KV], cos, sin, xp)  # [T, H+KV, hd]
+    q = qk[:, :H].transpose(1, 0, 2)  # [H, T, hd]
+    k = qk[:, H:].transpose(1, 0, 2)  # [KV, T, hd]
+    v = qkv[:, H + KV :].transpose(1, 0, 2)  # [KV, T, hd]
+    if cache is not None:
+        k, v = cache.store(layer, k, v)  # [KV, S, hd] views of the cache
+    S = k.shape[1]
+    # query head h reads KV head h // G: group the queries instead of repeating K and V
+    q = q.reshape(KV, G * T, hd)  # [KV, G*T, hd]
+    scores = (q @ k.transpose(0, 2, 1)).reshape(H, T, S)  # [H, T, S]
+    scores = scores.astype("float32", copy=False) * (1.0 / hd**0.5)
+    if T > 1:  # causal mask: position pos+i sees keys 0 .. pos+i
+        future = xp.arange(S)[None, :] > (pos + xp.arange(T))[:, None]  # [T, S]
+        scores = xp.where(future, -xp.inf, scores)  # [H, T, S]
+    probs = softmax(scores, xp)  # [H, T, S] float32
+    out = probs.astype(x.dtype, copy=False).reshape(KV, G * T, S) @ v  # [KV, G*T, hd]
+    out = out.reshape(H, T, hd).transpose(1, 0, 2).reshape(T, H * hd)  # [T, H*hd]
+    return out @ wo, probs, scores  # [T, D]
+
+
+# --------------------------------------------------------------------------- mlp
+
+
+def mlp(x, w_gate_up, w_down, F: int, xp):
+    """SwiGLU: (silu(x @ w_gate) * (x @ w_up)) @ w_down, x [T, D] -> [T, D]."""
+    gu = x @ w_gate_up  # [T, 2F]
+    g, u = gu[:, :F], gu[:, F:]  # [T, F] each
+    silu = g * (0.5 + 0.5 * xp.tanh(0.5 * g))  # g * sigmoid(g), no overflow in exp
+    return (silu * u) @ w_down  # [T, D]
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass
+class Trace:
+    """What one forward pass looked at, per layer (xp arrays, float32 for attn/scores).
+
+    attn[l]    [H, T, S]  softmax attention weights of the new positions
+    scores[l]  [H, T, S]  raw scaled Q.K scores (masked entries are -inf)
+    hidden[l]  [T, D]     residual stream after layer l; hidden[0] = token embeddings
+    start      position of the first new token
+    """
+
+    start: int
+    attn: list = field(default_factory=list)
+    scores: list = field(default_factory=list)
+    hidden: list = field(default_factory=list)
+
+
+def check_ids(ids, vocab_size: int) -> np.ndarray:
+    """Token ids (list/tuple/1-D integer array) -> int64 array [T]; clear errors otherwise."""
+    if isinstance(ids, (str, bytes)):
+        raise TypeError("token ids must be a list of ints, got a string; encode it first: tok.encode(text)")
+    if isinstance(ids, np.ndarray) or hasattr(ids, "__array__") and hasattr(ids, "dtype"):
+        arr = np.asarray(ids.get() if hasattr(ids, "get") else ids)
+        if arr.ndim != 1:
+            raise ValueError(f"token ids must be one sequence (1-D), got shape {arr.shape}")
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"token ids must be integers, got an array of {arr.dtype}")
+        arr = arr.astype(np.int64, copy=False)
+    elif isinstance(ids, (list, tuple)):
+        for t in ids:
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+                raise TypeError(f"token ids must be ints, got {type(t).__name__} {t!r}")
+        arr = np.array(ids, dtype=np.int64)
+    else:
+        raise TypeError(f"token ids must be a list of ints, got {type(ids).__name__}")
+    if arr.size == 0:
+        raise ValueError("no tokens: the prompt is empty; give at least one token")
+    bad = (arr < 0) | (arr >= vocab_size)
+    if bad.any():
+        raise ValueError(f"token id {int(arr[bad][0])} is outside the vocabulary 0 .. {vocab_size - 1}")
+    return arr
+
+
+class Transformer:
+    """The weights plus the forward pass. Holds no run state: that lives in a KVCache."""
+
+    def __init__(self, config: Config, weights: Mapping, xp=np):
+        if not isinstance(config, Config):
+            raise TypeError(f"Transformer needs an engine Config, got {type(config).__name__}")
+        if not isinstance(weights, Mapping):
+            raise TypeError(f"weights must be a dict of arrays, got {type(weights).__name__}")
+        self.config = c = config
+        self.xp = xp
+        expected = weight_shapes(c)
+        _check_weights(weights, expected)
+
+        def load(name):
+            w = xp.asarray(weights[name], dtype=c.dtype)
+            if not bool(xp.isfinite(w).all()):
+                raise ValueError(f"weight {name!r} holds NaN or infinite values (in {c.dtype})")
+            return w
+
+        H, KV, hd, F = c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim
+        self.embed = load("embed")  # [V, D]
+        self.norm = load("norm")  # [D]
+        self.lm_head = load("lm_head")  # [D, V]
+        self.weights = {"embed": self.embed}
+        self.layers = []  # per layer: (attn_norm, wqkv, wo, mlp_norm, w_gate_up, w_down)
+        for i in range(c.n_layers):
+            p = f"layers.{i}."
+            wqkv = xp.concatenate([load(p + "wq"), load(p + "wk"), load(p + "wv")], axis=1)  # [D, (H+2KV)*hd]
+            w_gate_up = xp.concatenate([load(p + "w_gate"), load(p + "w_up")], axis=1)  # [D, 2F]
+            layer = (load(p + "attn_norm"), wqkv, load(p + "wo"), load(p + "mlp_norm"), w_gate_up, load(p + "w_down"))
+            self.layers.append(layer)
+            self.weights.update({
+                p + "attn_norm": layer[0],
+                p + "wq": wqkv[:, : H * hd],
+                p + "wk": wqkv[:, H * hd : (H + KV) * hd],
+                p + "wv": wqkv[:, (H + KV) * hd :],
+                p + "wo": layer[2],
+                p + "mlp_norm": layer[3],
+                p + "w_gate": w_gate_up[:, :F],
+                p + "w_up": w_gate_up[:, F:],
+                p + "w_down": layer[5],
+            })
+        self.weights.update({"norm": self.norm, "lm_head": self.lm_head})
+        self.cos, self.sin = rope_tables(c, xp)  # [max_seq_len, hd]
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def random(cls, config: Config, seed: int = 0, xp=np) -> "Transformer":
+        """Random weights, scaled so activations stay O(1): std 1/sqrt(fan_in) for matrices,
+        with the residual-branch outputs (wo, w_down) further divided by sqrt(2L)."""
+        rng = np.random.default_rng(seed)
+        out_scale = 1.0 / (2 * config.n_layers) ** 0.5
+        weights = {}
+        for name, shape in weight_shapes(config).items():
+            if len(shape) == 1:  # norm gains near 1, not exactly, so a wrong norm shows up in tests
+                w = 1.0 + 0.1 * rng.standard_normal(shape, dtype=np.float32)
+            elif name == "embed":
+                w = rng.standard_normal(shape, dtype=np.float32)
+            else:
+                w = rng.standard_normal(shape, dtype=np.float32) * np.float32(shape[0] ** -0.5)
+                if name.endswith(("wo", "w_down")):
+                    w *= np.float32(out_scale)
+            weights[name] = w
+        return cls(config, weights, xp=xp)
+
+    def new_cache(self, max_len: int | None = None) -> KVCache:
+        """An empty KV cache for this model (max_len defaults to the context window)."""
+        return KVCache(self.config, max_len=max_len, xp=self.xp)
+
+    @property
+    def num_params(self) -> int:
+        return sum(int(w.size) for w in self.weights.values())
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.num_params * self.config.dtype_bytes
+
+    # ------------------------------------------------------------------ forward
+
+    def forward(self, ids, cache: KVCache | None = None, trace: bool = False, last_only: bool = False):
+        """Logits [T, V] (float32) for token ids [T] placed at positions cache.length ...
+
+        Without a cache the ids are the whole sequence, from position 0. With one, they
+        continue what the cache holds and their K/V are appended. ``last_only`` computes
+        logits for the last position only ([1, V]): all that generation needs.
+        With ``trace=True`` returns (logits, Trace).
+        """
+        c, xp = self.config, self.xp
+        ids = check_ids(ids, c.vocab_size)
+        T = ids.shape[0]
+        pos = 0
+        if cache is not None:
+            if not isinstance(cache, KVCache):
+                raise TypeError(f"cache must be a KVCache (model.new_cache()), got {type(cache).__name__}")
+            if cache.config != c:
+                raise ValueError("this KV cache was made for a different model config; use model.new_cache()")
+            pos = cache.length
+        if pos + T > c.max_seq_len:
+            raise ValueError(
+                f"too many tokens: {pos} already in context + {T} new = {pos + T}, but the context "
+                f"window is {c.max_seq_len}; shorten the prompt or generate fewer tokens"
+            )
+        if cache is not None:
+            cache.check_room(T)
+        tr = Trace(start=pos) if trace else None
+        cos, sin = self.cos[pos : pos + T], self.sin[pos : pos + T]  # [T, hd]
+
+        x = self.embed[xp.asarray(ids)]  # [T, D]
+        if tr:
+            tr.hidden.append(x)
+        for layer, (attn_norm, wqkv, wo, mlp_norm, w_gate_up, w_down) in enumerate(self.layers):
+            a, probs, scores = attention(rmsnorm(x, attn_norm, c.norm_eps), wqkv, wo, c, cos, sin, pos, cache, layer, xp)
+            x = x + a  # [T, D]
+            x = x + mlp(rmsnorm(x, mlp_norm, c.norm_eps), w_gate_up, w_down, c.ffn_dim, xp)  # [T, D]
+            if tr:
+                tr.attn.append(probs)
+                tr.scores.append(scores)
+                tr.hidden.append(x)
+        if cache is not None:
+            cache.advance(T)
+        logits = self.logits_from_hidden(x[-1:] if last_only else x)  # [T or 1, V]
+        return (logits, tr) if trace else logits
+
+    __call__ = forward
+
+    def logits_from_hidden(self, h):
+        """Final RMSNorm + output head: h [..., D] -> logits [..., V] (float32).
+
+        Applied to trace.hidden[l] it gives the "logit lens": what layer l would predict.
+        """
+        return (rmsnorm(h, self.norm, self.config.norm_eps) @ self.lm_head).astype("float32", copy=False)
+
+    def __repr__(self) -> str:
+        return f"Transformer({self.config}, params={self.num_params:,}, backend={self.xp.__name__})"
+
+
+def _check_weights(weights: Mapping, expected: dict) -> None:
+    """Every expected name present with the right shape, nothing extra; say what is wrong."""
+    missing = [n for n in expected if n not in weights]
+    extra = sorted(str(n) for n in weights if n not in expected)
+    problems = []
+    if missing:
+        more = f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""
+        problems.append(f"missing: {', '.join(missing[:5])}{more}")
+    if extra:
+        more = f" (and {len(extra) - 5} more)" if len(extra) > 5 else ""
+        problems.append(f"unexpected: {', '.join(extra[:5])}{more}")
+    for name, shape in expected.items():
+        if name not in weights:
+            continue
+        w = weights[name]
+        got = getattr(w, "shape", None)
+        if got is None:
+            raise TypeError(f"weight {name!r} must be an array, got {type(w).__name__}")
+        dtype = getattr(w, "dtype", None)
+        if dtype is None or getattr(dtype, "kind", "f") not in "fiu":
+            raise TypeError(f"weight {name!r} must hold numbers, got dtype {dtype}")
+        if tuple(got) != shape:
+            problems.append(f"{name} has shape {tuple(got)}, expected {shape}")
+    if problems:
+        raise ValueError("weights do not match the config: " + "; ".join(problems))
