@@ -1,0 +1,111 @@
+"""Analytic cost of one step: matmul FLOPs and bytes moved, from the config alone.
+
+Conventions (the lessons and the benchmark page quote these, so they are spelled out):
+
+* FLOPs count matrix multiplications only, 2*m*n*k for an [m, k] @ [k, n] product. Norms,
+  RoPE, softmax and SiLU are O(T*D) and left out. Attention counts Q.K^T and probs.V:
+  2*hd*S each per query head and query. For a block of T tokens it counts the full T x S
+  score matrix the engine computes, masked entries included (a causal kernel skips ~half).
+* ``context_len`` is the number of tokens already in the context before the step, i.e.
+  what the KV cache holds. The step adds one token at position ``context_len``.
+  With the cache, that token's K/V are computed and it attends to context_len + 1 keys.
+  Without it, all context_len + 1 tokens go through the model again (a full prefill).
+* Logits are computed for the last position only, which is all that generation needs.
+* Bytes count weights read once (layers, final norm, output head, and only the embedding
+  rows that are looked up) plus KV traffic: with the cache, K/V of context_len + 1 positions
+  read and of 1 position written; without it, K/V of all context_len + 1 positions written
+  and read once. Other activations are ignored: they are small next to weights.
+"""
+from __future__ import annotations
+
+from engine.config import Config
+
+
+def _check(cfg, **ints):
+    if not isinstance(cfg, Config):
+        raise TypeError(f"expected an engine Config, got {type(cfg).__name__}")
+    for name, v in ints.items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+        if v < 0:
+            raise ValueError(f"{name} must be >= 0, got {v}")
+
+
+def layer_params(cfg: Config) -> int:
+    """Weights in one block: two norm gains, Q/K/V/O projections and the SwiGLU MLP."""
+    D, H, KV, hd, F = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.ffn_dim
+    return 2 * D + D * (H + 2 * KV) * hd + H * hd * D + 3 * D * F
+
+
+def param_count(cfg: Config) -> int:
+    """All weights: embedding [V, D], L blocks, final norm [D], untied output head [D, V]."""
+    _check(cfg)
+    return 2 * cfg.vocab_size * cfg.d_model + cfg.n_layers * layer_params(cfg) + cfg.d_model
+
+
+def _projection_flops(cfg: Config, n_rows: int) -> int:
+    """Per layer, n_rows tokens through Q/K/V/O and the MLP's three matrices."""
+    D, H, KV, hd, F = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.ffn_dim
+    return 2 * n_rows * (D * (H + 2 * KV) * hd + H * hd * D + 3 * D * F)
+
+
+def _attention_flops(cfg: Config, n_queries: int, n_keys: int) -> int:
+    """Per layer: Q.K^T and probs.V, each 2 * hd * n_keys per query head and query."""
+    return 2 * (2 * cfg.n_heads * cfg.head_dim * n_queries * n_keys)
+
+
+def _lm_head_flops(cfg: Config, n_rows: int) -> int:
+    return 2 * n_rows * cfg.d_model * cfg.vocab_size
+
+
+def prefill_flops(cfg: Config, n_tokens: int, all_logits: bool = False) -> int:
+    """Matmul FLOPs of one forward pass over n_tokens from position 0 (no cache content).
+
+    ``all_logits``: count the output head for every position (as ``model.forward(ids)``
+    does) instead of the last one only (as generation does).
+    """
+    _check(cfg, n_tokens=n_tokens)
+    per_layer = _projection_flops(cfg, n_tokens) + _attention_flops(cfg, n_tokens, n_tokens)
+    head_rows = n_tokens if all_logits else min(n_tokens, 1)
+    return cfg.n_layers * per_layer + _lm_head_flops(cfg, head_rows)
+
+
+def decode_step_flops(cfg: Config, context_len: int, use_cache: bool) -> int:
+    """Matmul FLOPs to produce the next token when context_len tokens came before it."""
+    _check(cfg, context_len=context_len)
+    if not use_cache:
+        return prefill_flops(cfg, context_len + 1)
+    per_layer = _projection_flops(cfg, 1) + _attention_flops(cfg, 1, context_len + 1)
+    return cfg.n_layers * per_layer + _lm_head_flops(cfg, 1)
+
+
+def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int, seq_len: int, batch: int = 1,
+                   dtype_bytes: int = 2) -> int:
+    """Size of a KV cache: 2 (K and V) * L * KV * hd * T * B * bytes per number.
+
+    Example: Llama 3 8B (L=32, KV=8, hd=128) in float16 holds 128 KiB per token.
+    """
+    for name, v in dict(n_layers=n_layers, n_kv_heads=n_kv_heads, head_dim=head_dim, seq_len=seq_len,
+                        batch=batch, dtype_bytes=dtype_bytes).items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+        if v < 0:
+            raise ValueError(f"{name} must be >= 0, got {v}")
+    return 2 * n_layers * n_kv_heads * head_dim * seq_len * batch * dtype_bytes
+
+
+def decode_step_bytes(cfg: Config, context_len: int, use_cache: bool, dtype_bytes: int | None = None) -> int:
+    """Bytes moved between memory and the compute units for one decode step (see module doc)."""
+    _check(cfg, context_len=context_len)
+    b = cfg.dtype_bytes if dtype_bytes is None else dtype_bytes
+    if isinstance(b, bool) or not isinstance(b, int) or b <= 0:
+        raise ValueError(f"dtype_bytes must be a positive int, got {b!r}")
+    L, KV, hd = cfg.n_layers, cfg.n_kv_heads, cfg.head_dim
+    resident = cfg.n_layers * layer_params(cfg) + cfg.d_model + cfg.d_model * cfg.vocab_size  # all but embed
+    n_rows = 1 if use_cache else context_len + 1  # tokens that go through the model
+    weights = (resident + n_rows * cfg.d_model) * b
+    if use_cache:
+        kv = kv_cache_bytes(L, KV, hd, context_len + 1, dtype_bytes=b) + kv_cache_bytes(L, KV, hd, 1, dtype_bytes=b)
+    else:
+        kv = 2 * kv_cache_bytes(L, KV, hd, context_len + 1, dtype_bytes=b)
+    return weights + kv

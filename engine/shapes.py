@@ -1,0 +1,69 @@
+"""Published shapes of real models, for the cost lessons and the benchmark's layer stacks.
+
+Each entry carries its source. The engine builds Llama-style blocks from any of them
+(``config_from_shape``); GPT-2 is not a Llama (LayerNorm, GELU MLP with two matrices, learned
+positions), so an engine config with GPT-2's shape has ~1.5x its MLP weights -- its attention
+and KV-cache sizes are the same.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.config import Config
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    name: str
+    vocab_size: int
+    n_layers: int
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    ffn_dim: int
+    max_seq_len: int
+    rope_theta: float
+    norm_eps: float
+    source: str
+
+
+_HF = "config.json of the Hugging Face repository "
+
+MODEL_SHAPES: dict[str, ModelShape] = {s.name: s for s in (
+    ModelShape("Llama 3 8B", 128256, 32, 4096, 32, 8, 128, 14336, 8192, 500000.0, 1e-5,
+               _HF + "meta-llama/Meta-Llama-3-8B; Meta, 'The Llama 3 Herd of Models' (2024), Table 3"),
+    ModelShape("Llama 3 70B", 128256, 80, 8192, 64, 8, 128, 28672, 8192, 500000.0, 1e-5,
+               _HF + "meta-llama/Meta-Llama-3-70B; Meta, 'The Llama 3 Herd of Models' (2024), Table 3"),
+    ModelShape("Llama 2 7B", 32000, 32, 4096, 32, 32, 128, 11008, 4096, 10000.0, 1e-5,
+               _HF + "meta-llama/Llama-2-7b-hf; Touvron et al., 'Llama 2' (2023)"),
+    ModelShape("Mistral 7B", 32000, 32, 4096, 32, 8, 128, 14336, 32768, 10000.0, 1e-5,
+               _HF + "mistralai/Mistral-7B-v0.1; Jiang et al., 'Mistral 7B' (2023), Table 1 "
+               "(sliding-window attention of 4096 not modelled here)"),
+    ModelShape("GPT-2 small", 50257, 12, 768, 12, 12, 64, 3072, 1024, 10000.0, 1e-5,
+               _HF + "openai-community/gpt2 (n_embd 768, n_head 12, n_layer 12, n_ctx 1024); "
+               "Radford et al. (2019). Not a Llama: learned positions, no RoPE (rope_theta is the engine default)"),
+)}
+
+
+def config_from_shape(shape: ModelShape | str, n_layers: int | None = None, dtype: str = "float16",
+                      max_seq_len: int | None = None) -> Config:
+    """An engine Config with a real model's shape (``n_layers``: keep only the first few)."""
+    if isinstance(shape, str):
+        if shape not in MODEL_SHAPES:
+            raise ValueError(f"unknown model shape {shape!r}; known: {', '.join(MODEL_SHAPES)}")
+        shape = MODEL_SHAPES[shape]
+    if shape.d_model != shape.n_heads * shape.head_dim:
+        raise ValueError(f"{shape.name}: head_dim {shape.head_dim} * n_heads {shape.n_heads} != d_model")
+    return Config(
+        vocab_size=shape.vocab_size,
+        d_model=shape.d_model,
+        n_layers=shape.n_layers if n_layers is None else n_layers,
+        n_heads=shape.n_heads,
+        n_kv_heads=shape.n_kv_heads,
+        ffn_dim=shape.ffn_dim,
+        max_seq_len=shape.max_seq_len if max_seq_len is None else max_seq_len,
+        rope_theta=shape.rope_theta,
+        norm_eps=shape.norm_eps,
+        dtype=dtype,
+    )
