@@ -7,15 +7,14 @@ See ARCHITECTURE.md ("Engine API") for the whole surface.
 """
 from engine.cache import KVCache
 from engine.config import Config
+from engine.generate import Generator, Step
 from engine.model import Trace, Transformer
+from engine.sampling import SamplingParams
 
 __all__ = ["Config", "Transformer", "Trace", "KVCache", "SamplingParams", "Generator", "Step",
            "Tokenizer", "load_course_model"]
 
 _LAZY = {
-    "SamplingParams": "engine.sampling",
-    "Generator": "engine.generate",
-    "Step": "engine.generate",
     # from the course-model part of the engine; imported only when asked for
     "Tokenizer": "engine.tokenizer",
     "load_course_model": "engine.course",

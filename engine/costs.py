@@ -109,3 +109,11 @@ def decode_step_bytes(cfg: Config, context_len: int, use_cache: bool, dtype_byte
     else:
         kv = 2 * kv_cache_bytes(L, KV, hd, context_len + 1, dtype_bytes=b)
     return weights + kv
+
+
+def prefill_bytes(cfg: Config, n_tokens: int, dtype_bytes: int | None = None) -> int:
+    """Bytes moved by a prefill of n_tokens: the same traffic as a cache-less step over them."""
+    _check(cfg, n_tokens=n_tokens)
+    if n_tokens == 0:
+        return 0
+    return decode_step_bytes(cfg, n_tokens - 1, use_cache=False, dtype_bytes=dtype_bytes)

@@ -1,0 +1,194 @@
+"""Generation, one token at a time: prefill the prompt, then decode step by step.
+
+    gen = Generator(model, tok, SamplingParams(temperature=0.8, seed=0), use_cache=True)
+    first = gen.start("The cat")      # prefill: the whole prompt in one pass -> Step
+    nxt = gen.step()                  # decode: feed the last token, get the next -> Step
+
+With ``use_cache=True`` each step feeds only the newest token and its K/V are appended to
+the cache; with ``use_cache=False`` each step runs the whole sequence again. Both give the
+same logits, hence (with the same seed) the same tokens -- only the work differs, and every
+Step reports that work (analytic FLOPs and bytes from engine.costs, measured seconds).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine import costs
+from engine.backend import synchronize, to_numpy
+from engine.model import Transformer
+from engine.sampling import SamplingParams, sample, softmax, top_entries
+
+
+@dataclass
+class Step:
+    """One generated token and what it took to get it."""
+
+    token_id: int
+    piece: str  # the token as the tokenizer displays it
+    position: int  # where the token sits in the sequence (prompt positions come first)
+    kind: str  # "prefill" (from start) or "decode" (from step)
+    n_input: int  # tokens the model read in this step (whole prompt, 1, or whole sequence)
+    top: list  # [(id, piece, prob)] the model's own next-token probabilities (temperature 1)
+    sampled_top: list  # [(id, piece, prob)] the distribution actually drawn from (after filters)
+    attention: list | None  # per layer [H, S] weights of the last input position (trace only)
+    cache_tokens: int  # positions held in the KV cache after the step (0 without a cache)
+    cache_bytes: int  # bytes those positions take
+    flops: int  # analytic matmul FLOPs of the step (engine.costs)
+    bytes_moved: int  # analytic bytes moved by the step (engine.costs)
+    seconds: float  # measured wall time of the forward pass and the draw
+    logits: np.ndarray | None = None  # [V] float32, trace only
+
+    def to_dict(self) -> dict:
+        """JSON-ready copy (arrays become nested lists)."""
+        d = dict(self.__dict__)
+        d["top"] = [list(t) for t in self.top]
+        d["sampled_top"] = [list(t) for t in self.sampled_top]
+        d["attention"] = None if self.attention is None else [a.tolist() for a in self.attention]
+        d["logits"] = None if self.logits is None else self.logits.tolist()
+        return d
+
+
+def _check_tokenizer(tok) -> None:
+    for name in ("encode", "decode", "pieces"):
+        if not callable(getattr(tok, name, None)):
+            raise TypeError(f"the tokenizer must have an {name}() method; got {type(tok).__name__}")
+
+
+class Generator:
+    """Runs a Transformer with a sampler, one Step at a time (mutable run state lives here)."""
+
+    def __init__(self, model: Transformer, tokenizer, params: SamplingParams | None = None,
+                 use_cache: bool = True, n_top: int = 10):
+        if not isinstance(model, Transformer):
+            raise TypeError(f"Generator needs an engine Transformer, got {type(model).__name__}")
+        _check_tokenizer(tokenizer)
+        params = SamplingParams() if params is None else params
+        if not isinstance(params, SamplingParams):
+            raise TypeError(f"params must be a SamplingParams, got {type(params).__name__}")
+        if isinstance(n_top, bool) or not isinstance(n_top, int) or n_top < 0:
+            raise ValueError(f"n_top must be an int >= 0, got {n_top!r}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.params = params
+        self.use_cache = bool(use_cache)
+        self.n_top = n_top
+        self.cache = model.new_cache() if self.use_cache else None
+        self.ids: list[int] = []  # prompt + generated tokens so far
+        self.n_prompt = 0
+        self.rng = np.random.default_rng(params.seed)
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def generated_ids(self) -> list[int]:
+        return self.ids[self.n_prompt :]
+
+    @property
+    def text(self) -> str:
+        """The generated continuation (prompt excluded), decoded."""
+        return self.tokenizer.decode(self.generated_ids)
+
+    def encode_prompt(self, prompt) -> list[int]:
+        """Prompt text or ids -> ids, with clear errors for empty or too-long prompts."""
+        if isinstance(prompt, str):
+            if not prompt:
+                raise ValueError("the prompt is empty; type at least one character")
+            ids = list(self.tokenizer.encode(prompt))
+        elif isinstance(prompt, (list, tuple, np.ndarray)):
+            ids = list(prompt)
+        else:
+            raise TypeError(f"the prompt must be text or a list of token ids, got {type(prompt).__name__}")
+        if not ids:
+            raise ValueError("the prompt is empty (no tokens); give at least one token")
+        window = self.model.config.max_seq_len
+        if len(ids) > window:
+            raise ValueError(
+                f"the prompt is {len(ids)} tokens but the model's context window is {window}; shorten it"
+            )
+        return ids
+
+    def start(self, prompt, trace: bool = False) -> Step:
+        """Prefill: run the whole prompt, choose the first new token. Resets the run state."""
+        ids = self.encode_prompt(prompt)
+        self.rng = np.random.default_rng(self.params.seed)
+        if self.cache is not None:
+            self.cache.reset()
+        self.ids = list(int(i) for i in ids)
+        self.n_prompt = len(self.ids)
+        cfg = self.model.config
+        return self._run(self.ids, trace, "prefill",
+                         costs.prefill_flops(cfg, len(ids)), costs.prefill_bytes(cfg, len(ids)))
+
+    def step(self, trace: bool = False) -> Step:
+        """Decode: feed the newest token, choose the next one."""
+        if not self.ids:
+            raise RuntimeError("call start(prompt) before step()")
+        cfg = self.model.config
+        if len(self.ids) > cfg.max_seq_len:
+            raise ValueError(
+                f"the context window is full ({cfg.max_seq_len} tokens): the model cannot read another "
+                f"token; start again with a shorter prompt or fewer new tokens"
+            )
+        context = len(self.ids) - 1  # tokens before the one fed now
+        feed = self.ids[-1:] if self.use_cache else self.ids
+        return self._run(feed, trace, "decode",
+                         costs.decode_step_flops(cfg, context, self.use_cache),
+                         costs.decode_step_bytes(cfg, context, self.use_cache))
+
+    def generate(self, prompt, max_new_tokens: int, trace: bool = False, stop_at_eos: bool = True) -> list[Step]:
+        """start + step until max_new_tokens tokens (or the end-of-text token) came out."""
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)):
+            raise TypeError(f"max_new_tokens must be an int, got {type(max_new_tokens).__name__}")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        ids = self.encode_prompt(prompt)
+        window = self.model.config.max_seq_len
+        # the last new token is never fed back, so it needs no position of its own
+        if len(ids) + max_new_tokens - 1 > window:
+            raise ValueError(
+                f"the prompt ({len(ids)} tokens) plus {max_new_tokens} new tokens does not fit the "
+                f"context window of {window}; ask for at most {window - len(ids) + 1} new tokens"
+            )
+        eos = getattr(self.tokenizer, "eos_id", None) if stop_at_eos else None
+        steps = [self.start(ids, trace=trace)]
+        while len(steps) < max_new_tokens and steps[-1].token_id != eos:
+            steps.append(self.step(trace=trace))
+        return steps
+
+    # ------------------------------------------------------------------ internals
+
+    def _run(self, feed: list[int], trace: bool, kind: str, flops: int, bytes_moved: int) -> Step:
+        model = self.model
+        t0 = time.perf_counter()
+        out = model.forward(feed, cache=self.cache, trace=trace, last_only=True)
+        logits, tr = out if trace else (out, None)
+        logits = to_numpy(logits[-1])  # [V] float32 on the host, once per step
+        token, p = sample(logits, self.params, self.rng)
+        synchronize(model.xp)
+        seconds = time.perf_counter() - t0
+
+        top = top_entries(softmax(logits), self.n_top) if self.n_top else []
+        sampled = top_entries(p, self.n_top)
+        pieces = self.tokenizer.pieces([token] + [i for i, _ in top] + [i for i, _ in sampled])
+        chosen, top_pieces, sampled_pieces = pieces[0], pieces[1 : 1 + len(top)], pieces[1 + len(top) :]
+        position = len(self.ids)
+        self.ids.append(token)
+        return Step(
+            token_id=token,
+            piece=chosen,
+            position=position,
+            kind=kind,
+            n_input=len(feed),
+            top=[(i, s, pr) for (i, pr), s in zip(top, top_pieces)],
+            sampled_top=[(i, s, pr) for (i, pr), s in zip(sampled, sampled_pieces)],
+            attention=[to_numpy(a[:, -1, :]) for a in tr.attn] if tr else None,
+            cache_tokens=self.cache.length if self.cache is not None else 0,
+            cache_bytes=self.cache.bytes_used if self.cache is not None else 0,
+            flops=flops,
+            bytes_moved=bytes_moved,
+            seconds=seconds,
+            logits=logits if trace else None,
+        )
