@@ -18,7 +18,7 @@ import numpy as np
 
 from engine import costs
 from engine.backend import synchronize, to_numpy
-from engine.model import Transformer
+from engine.model import Transformer, check_ids
 from engine.sampling import SamplingParams, sample, softmax, top_entries
 
 
@@ -98,7 +98,9 @@ class Generator:
                 raise ValueError("the prompt is empty; type at least one character")
             ids = list(self.tokenizer.encode(prompt))
         elif isinstance(prompt, (list, tuple, np.ndarray)):
-            ids = list(prompt)
+            if len(prompt) == 0:
+                raise ValueError("the prompt is empty (no tokens); give at least one token")
+            ids = check_ids(prompt, self.model.config.vocab_size).tolist()
         else:
             raise TypeError(f"the prompt must be text or a list of token ids, got {type(prompt).__name__}")
         if not ids:
@@ -116,7 +118,7 @@ class Generator:
         self.rng = np.random.default_rng(self.params.seed)
         if self.cache is not None:
             self.cache.reset()
-        self.ids = list(int(i) for i in ids)
+        self.ids = [int(i) for i in ids]
         self.n_prompt = len(self.ids)
         cfg = self.model.config
         return self._run(self.ids, trace, "prefill",
@@ -161,7 +163,7 @@ class Generator:
     # ------------------------------------------------------------------ internals
 
     def _run(self, feed: list[int], trace: bool, kind: str, flops: int, bytes_moved: int) -> Step:
-        model = self.model
+        model, n_input = self.model, len(feed)  # feed may be self.ids, which grows below
         t0 = time.perf_counter()
         out = model.forward(feed, cache=self.cache, trace=trace, last_only=True)
         logits, tr = out if trace else (out, None)
@@ -171,7 +173,7 @@ class Generator:
         seconds = time.perf_counter() - t0
 
         top = top_entries(softmax(logits), self.n_top) if self.n_top else []
-        sampled = top_entries(p, self.n_top)
+        sampled = [e for e in top_entries(p, self.n_top) if e[1] > 0]  # filtered-out ids cannot be drawn
         pieces = self.tokenizer.pieces([token] + [i for i, _ in top] + [i for i, _ in sampled])
         chosen, top_pieces, sampled_pieces = pieces[0], pieces[1 : 1 + len(top)], pieces[1 + len(top) :]
         position = len(self.ids)
@@ -181,7 +183,7 @@ class Generator:
             piece=chosen,
             position=position,
             kind=kind,
-            n_input=len(feed),
+            n_input=n_input,
             top=[(i, s, pr) for (i, pr), s in zip(top, top_pieces)],
             sampled_top=[(i, s, pr) for (i, pr), s in zip(sampled, sampled_pieces)],
             attention=[to_numpy(a[:, -1, :]) for a in tr.attn] if tr else None,

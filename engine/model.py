@@ -210,7 +210,8 @@ class Transformer:
         _check_weights(weights, expected)
 
         def load(name):
-            w = xp.asarray(weights[name], dtype=c.dtype)
+            with np.errstate(over="ignore"):  # an overflow to inf is reported just below
+                w = xp.asarray(weights[name], dtype=c.dtype)
             if not bool(xp.isfinite(w).all()):
                 raise ValueError(f"weight {name!r} holds NaN or infinite values (in {c.dtype})")
             return w

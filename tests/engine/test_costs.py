@@ -1,0 +1,102 @@
+"""Analytic costs: a 1-layer model counted by hand, the engine's real cache, published sizes."""
+import pytest
+
+from engine import Config, KVCache, Transformer
+from engine.costs import (decode_step_bytes, decode_step_flops, kv_cache_bytes, param_count, prefill_bytes,
+                          prefill_flops)
+from engine.shapes import MODEL_SHAPES, config_from_shape
+
+# V=10, D=4, H=2, KV=1, hd=2, F=6, one layer
+TINY = Config(vocab_size=10, d_model=4, n_layers=1, n_heads=2, n_kv_heads=1, ffn_dim=6, max_seq_len=16)
+
+
+def test_one_layer_flops_by_hand():
+    # per token: q 2*4*4=32, k 2*4*2=16, v 16, o 2*4*4=32, mlp 3*(2*4*6)=144 -> 240
+    # attention per query and key: QK 2*hd*H = 8, AV 8 -> 16;  output head 2*4*10 = 80
+    assert decode_step_flops(TINY, 3, use_cache=True) == 240 + 16 * 4 + 80
+    # no cache: 4 tokens again: 4*240 + attention 4x4 * 16 + one output row 80
+    assert decode_step_flops(TINY, 3, use_cache=False) == 960 + 256 + 80
+    assert prefill_flops(TINY, 4) == 960 + 256 + 80
+    assert prefill_flops(TINY, 4, all_logits=True) == 960 + 256 + 4 * 80
+    assert prefill_flops(TINY, 0) == 0
+
+
+def test_one_layer_bytes_by_hand():
+    # weights besides the embedding: norms 8 + qkv 4*8 + o 16 + mlp 72 + final norm 4 + head 40 = 172
+    # cache, context 3: (172 + 1 embedding row of 4) * 4 B + K/V read for 4 positions (2*2*4 numbers)
+    #   + K/V written for 1 (2*2 numbers), float32
+    assert decode_step_bytes(TINY, 3, use_cache=True) == (172 + 4) * 4 + 16 * 4 + 4 * 4
+    # no cache: 4 embedding rows, K/V of 4 positions written and read
+    assert decode_step_bytes(TINY, 3, use_cache=False) == (172 + 16) * 4 + 2 * 16 * 4
+    assert decode_step_bytes(TINY, 3, use_cache=True, dtype_bytes=2) * 2 == decode_step_bytes(TINY, 3, True)
+    assert prefill_bytes(TINY, 4) == decode_step_bytes(TINY, 3, use_cache=False)
+
+
+def test_param_count_matches_the_engine_and_published_models():
+    assert param_count(TINY) == Transformer.random(TINY).num_params == 10 * 4 * 2 + 128 + 4
+    # published parameter counts (Hugging Face model cards / safetensors index)
+    assert param_count(config_from_shape("Llama 3 8B")) == 8_030_261_248
+    assert param_count(config_from_shape("Llama 3 70B")) == 70_553_706_496
+    assert param_count(config_from_shape("Llama 2 7B")) == 6_738_415_616
+    assert param_count(config_from_shape("Mistral 7B")) == 7_241_732_096
+
+
+def test_kv_cache_bytes_matches_the_engines_real_cache():
+    for cfg in (TINY, Config(vocab_size=20, d_model=48, n_layers=3, n_heads=6, n_kv_heads=2, ffn_dim=8,
+                             max_seq_len=9, dtype="float16")):
+        cache = KVCache(cfg)
+        model = Transformer.random(cfg, seed=0)
+        for n in (1, 4, cfg.max_seq_len - 4):
+            cache.reset()
+            model.forward([i % cfg.vocab_size for i in range(n)], cache=cache)
+            assert cache.bytes_used == kv_cache_bytes(cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, n,
+                                                      dtype_bytes=cfg.dtype_bytes)
+            assert sum(a[:, :n].nbytes for a in cache.k + cache.v) == cache.bytes_used
+
+
+def test_kv_cache_bytes_for_real_models():
+    l3 = MODEL_SHAPES["Llama 3 8B"]
+    assert kv_cache_bytes(l3.n_layers, l3.n_kv_heads, l3.head_dim, 1) == 128 * 1024  # 128 KiB per token
+    l2 = MODEL_SHAPES["Llama 2 7B"]
+    assert kv_cache_bytes(l2.n_layers, l2.n_kv_heads, l2.head_dim, 4096) == 2 * 1024**3  # 2 GiB at 4k context
+    assert kv_cache_bytes(1, 1, 1, 1, batch=8, dtype_bytes=4) == 64
+    with pytest.raises(ValueError, match="seq_len must be >= 0"):
+        kv_cache_bytes(1, 1, 1, -1)
+    with pytest.raises(TypeError, match="n_layers must be an int"):
+        kv_cache_bytes(1.5, 1, 1, 1)
+
+
+def test_decode_flops_are_about_two_per_weight():
+    cfg = config_from_shape("Llama 3 8B")
+    weights_used = param_count(cfg) - cfg.vocab_size * cfg.d_model  # the embedding is a lookup
+    assert decode_step_flops(cfg, 0, True) == pytest.approx(2 * weights_used, rel=0.01)
+
+
+def test_cache_saves_work_that_grows_with_context():
+    cfg = TINY
+    with_cache = [decode_step_flops(cfg, n, True) for n in range(10)]
+    without = [decode_step_flops(cfg, n, False) for n in range(10)]
+    assert with_cache[0] == without[0]  # nothing to reuse at the first step
+    assert all(b > a for a, b in zip(with_cache[1:], without[1:]))
+    steps = [b - a for a, b in zip(with_cache, with_cache[1:])]
+    assert len(set(steps)) == 1  # with the cache each step costs only one more key's attention
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="context_len must be >= 0"):
+        decode_step_flops(TINY, -1, True)
+    with pytest.raises(TypeError, match="Config"):
+        prefill_flops({"d_model": 4}, 3)
+    with pytest.raises(ValueError, match="dtype_bytes"):
+        decode_step_bytes(TINY, 1, True, dtype_bytes=0)
+
+
+def test_shapes_build_engine_configs():
+    for name, shape in MODEL_SHAPES.items():
+        assert shape.source
+        cfg = config_from_shape(name, n_layers=2)
+        assert cfg.n_layers == 2 and cfg.head_dim == shape.head_dim and cfg.dtype == "float16"
+    gpt2 = config_from_shape("GPT-2 small")
+    assert (gpt2.vocab_size, gpt2.n_layers, gpt2.d_model, gpt2.max_seq_len) == (50257, 12, 768, 1024)
+    with pytest.raises(ValueError, match="unknown model shape"):
+        config_from_shape("Llama 9")

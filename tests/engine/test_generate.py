@@ -1,0 +1,145 @@
+"""Generation: prefill then decode, Step contents, cache/no-cache agreement, errors."""
+import numpy as np
+import pytest
+
+from engine import Generator, SamplingParams, Step, Transformer
+from engine.costs import decode_step_bytes, decode_step_flops, prefill_bytes, prefill_flops
+from engine.sampling import softmax
+
+
+@pytest.mark.parametrize("params", [
+    SamplingParams(temperature=0),
+    SamplingParams(temperature=0.8, seed=3),
+    SamplingParams(temperature=1.3, top_k=5, seed=4),
+    SamplingParams(temperature=1.0, top_p=0.9, seed=5),
+])
+def test_same_tokens_with_and_without_cache(model, tok, params):
+    a = Generator(model, tok, params, use_cache=True).generate("hi", 20, stop_at_eos=False)
+    b = Generator(model, tok, params, use_cache=False).generate("hi", 20, stop_at_eos=False)
+    assert [s.token_id for s in a] == [s.token_id for s in b]
+    for x, y in zip(a, b):
+        assert [t[0] for t in x.top] == [t[0] for t in y.top]
+        np.testing.assert_allclose([t[2] for t in x.top], [t[2] for t in y.top], atol=1e-5)
+
+
+def test_steps_report_the_work_done(model, tok):
+    cfg = model.config
+    gen = Generator(model, tok, SamplingParams(temperature=0), use_cache=True)
+    steps = gen.generate("abcd", 6, stop_at_eos=False)
+    assert [s.kind for s in steps] == ["prefill"] + ["decode"] * 5
+    assert [s.n_input for s in steps] == [4, 1, 1, 1, 1, 1]
+    assert [s.position for s in steps] == list(range(4, 10))
+    assert [s.cache_tokens for s in steps] == list(range(4, 10))
+    per_token = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * 4
+    assert [s.cache_bytes for s in steps] == [n * per_token for n in range(4, 10)]
+    assert steps[0].flops == prefill_flops(cfg, 4) and steps[0].bytes_moved == prefill_bytes(cfg, 4)
+    for s in steps[1:]:
+        ctx = s.position - 1
+        assert s.flops == decode_step_flops(cfg, ctx, True)
+        assert s.bytes_moved == decode_step_bytes(cfg, ctx, True)
+    assert all(s.seconds > 0 for s in steps)
+    assert gen.ids[:4] == tok.encode("abcd") and gen.generated_ids == [s.token_id for s in steps]
+    assert gen.text == tok.decode(gen.generated_ids)
+
+    plain = Generator(model, tok, SamplingParams(temperature=0), use_cache=False).generate("abcd", 6, stop_at_eos=False)
+    assert [s.n_input for s in plain] == [4, 5, 6, 7, 8, 9]
+    assert all(s.cache_tokens == 0 and s.cache_bytes == 0 for s in plain)
+    assert [s.flops for s in plain[1:]] == [decode_step_flops(cfg, n, False) for n in range(4, 9)]
+    assert sum(s.flops for s in plain) > sum(s.flops for s in steps)
+
+
+def test_step_top_lists_are_the_models_probabilities(model, tok):
+    gen = Generator(model, tok, SamplingParams(temperature=0.5, top_k=3, seed=0), n_top=4)
+    s = gen.start("xyz", trace=True)
+    p = softmax(s.logits)
+    ids = [t[0] for t in s.top]
+    assert ids == list(np.argsort(-p)[:4])
+    np.testing.assert_allclose([t[2] for t in s.top], p[ids])
+    assert [t[1] for t in s.top] == tok.pieces(ids)
+    assert len(s.sampled_top) == 3  # only top_k=3 tokens can be drawn
+    assert s.token_id in [t[0] for t in s.sampled_top]
+    assert sum(t[2] for t in s.sampled_top) == pytest.approx(1.0)
+    assert s.piece == tok.pieces([s.token_id])[0]
+
+
+def test_trace_gives_attention_of_the_new_position(model, tok):
+    cfg = model.config
+    gen = Generator(model, tok, SamplingParams(temperature=0))
+    first = gen.start("hello", trace=True)
+    assert len(first.attention) == cfg.n_layers
+    assert first.attention[0].shape == (cfg.n_heads, 5)
+    nxt = gen.step(trace=True)
+    for a in nxt.attention:
+        assert a.shape == (cfg.n_heads, 6)
+        np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-6)
+    quiet = gen.step()
+    assert quiet.attention is None and quiet.logits is None
+    # the same weights as a full traced pass over the same sequence
+    _, tr = model.forward(gen.ids[:6], trace=True)
+    np.testing.assert_allclose(nxt.attention[1], tr.attn[1][:, -1, :], atol=1e-6)
+
+
+def test_step_to_dict_is_json_ready(model, tok):
+    import json
+
+    s = Generator(model, tok).start("a", trace=True)
+    d = json.loads(json.dumps(s.to_dict()))
+    assert d["token_id"] == s.token_id and len(d["attention"]) == model.config.n_layers
+
+
+def test_stop_at_eos(model, tok, byte_tok_class):
+    greedy = SamplingParams(temperature=0)
+    first = Generator(model, tok, greedy).generate("go", 3, stop_at_eos=False)
+
+    class EndsOnSecond(byte_tok_class):  # pretend the second greedy token is end-of-text
+        eos_id = first[1].token_id
+
+    steps = Generator(model, EndsOnSecond(), greedy).generate("go", 10)
+    assert [s.token_id for s in steps] == [first[0].token_id, first[1].token_id]
+    assert len(Generator(model, EndsOnSecond(), greedy).generate("go", 10, stop_at_eos=False)) == 10
+
+
+def test_start_resets_and_seed_repeats(model, tok):
+    gen = Generator(model, tok, SamplingParams(temperature=1.0, seed=42))
+    a = [s.token_id for s in gen.generate("the", 8)]
+    b = [s.token_id for s in gen.generate("the", 8)]
+    assert a == b
+    assert gen.cache.length == 3 + 7
+
+
+def test_errors(model, tok, cfg):
+    gen = Generator(model, tok)
+    with pytest.raises(RuntimeError, match=r"start\(prompt\)"):
+        gen.step()
+    with pytest.raises(ValueError, match="prompt is empty"):
+        gen.start("")
+    with pytest.raises(ValueError, match="prompt is empty"):
+        gen.start([])
+    with pytest.raises(TypeError, match="text or a list"):
+        gen.start(42)
+    with pytest.raises(TypeError, match="must be ints"):
+        gen.start([1, "a"])
+    with pytest.raises(ValueError, match="context window is 48"):
+        gen.start("x" * 49)
+    with pytest.raises(ValueError, match="at most 39 new tokens"):
+        gen.generate("x" * 10, 40)
+    with pytest.raises(ValueError, match=">= 1"):
+        gen.generate("x", 0)
+    with pytest.raises(TypeError, match="max_new_tokens must be an int"):
+        gen.generate("x", "5")
+    steps = gen.generate("x" * 10, 39, stop_at_eos=False)  # exactly fills the window
+    assert len(steps) == 39 and gen.cache.length == 48
+    with pytest.raises(ValueError, match="context window is full"):
+        gen.step()
+    with pytest.raises(TypeError, match="encode"):
+        Generator(model, object())
+    with pytest.raises(TypeError, match="SamplingParams"):
+        Generator(model, tok, {"temperature": 1})
+    with pytest.raises(TypeError, match="Transformer"):
+        Generator("model", tok)
+
+
+def test_step_is_a_dataclass_with_the_documented_fields():
+    names = set(Step.__dataclass_fields__)
+    assert {"token_id", "piece", "top", "attention", "cache_tokens", "cache_bytes", "flops", "bytes_moved",
+            "seconds"} <= names

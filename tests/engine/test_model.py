@@ -1,0 +1,212 @@
+"""The forward pass: config and weight checks, causality, RoPE, GQA, traces, float16."""
+import numpy as np
+import pytest
+
+from engine import Config, Transformer
+from engine.model import apply_rope, rope_tables, weight_shapes
+
+BASE = dict(vocab_size=50, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=64, max_seq_len=16)
+
+
+# --------------------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize("over, exc, msg", [
+    ({"d_model": 30}, ValueError, "divisible by n_heads"),
+    ({"n_heads": 4, "n_kv_heads": 3}, ValueError, "multiple of n_kv_heads"),
+    ({"d_model": 12, "n_heads": 4}, ValueError, "must be even"),  # head_dim 3
+    ({"n_layers": 0}, ValueError, "n_layers must be >= 1"),
+    ({"vocab_size": -3}, ValueError, "vocab_size"),
+    ({"n_heads": 4.0}, TypeError, "n_heads must be an int"),
+    ({"max_seq_len": True}, TypeError, "max_seq_len must be an int"),
+    ({"rope_theta": 0}, ValueError, "rope_theta"),
+    ({"norm_eps": float("nan")}, ValueError, "norm_eps"),
+    ({"rope_theta": "1e4"}, TypeError, "rope_theta"),
+    ({"dtype": "bfloat16"}, ValueError, "dtype"),
+])
+def test_config_rejects_bad_values_with_a_clear_message(over, exc, msg):
+    with pytest.raises(exc, match=msg):
+        Config(**{**BASE, **over})
+
+
+def test_config_basics():
+    c = Config(**BASE, dtype=np.float16)
+    assert c.dtype == "float16" and c.head_dim == 8 and c.dtype_bytes == 2
+    assert Config.from_dict(c.to_dict()) == c
+    with pytest.raises(ValueError, match="unknown Config field"):
+        Config.from_dict({**c.to_dict(), "hidden_size": 3})
+    with pytest.raises(AttributeError):
+        c.d_model = 64  # frozen
+
+
+# --------------------------------------------------------------------------- weights
+
+
+def test_weight_names_and_shapes_are_checked():
+    cfg = Config(**BASE)
+    good = {n: np.zeros(s, np.float32) for n, s in weight_shapes(cfg).items()}
+    Transformer(cfg, good)
+    bad = dict(good)
+    del bad["layers.1.wk"]
+    with pytest.raises(ValueError, match="missing: layers.1.wk"):
+        Transformer(cfg, bad)
+    with pytest.raises(ValueError, match="unexpected: layers.2.wq"):
+        Transformer(cfg, {**good, "layers.2.wq": good["layers.0.wq"]})
+    with pytest.raises(ValueError, match=r"layers.0.wq has shape \(16, 32\), expected \(32, 32\)"):
+        Transformer(cfg, {**good, "layers.0.wq": np.zeros((16, 32))})
+    with pytest.raises(ValueError, match=r"lm_head has shape \(50, 32\), expected \(32, 50\)"):
+        Transformer(cfg, {**good, "lm_head": good["embed"]})  # torch layout by mistake
+    with pytest.raises(TypeError, match="must be an array"):
+        Transformer(cfg, {**good, "norm": [1.0] * 32})
+    with pytest.raises(TypeError, match="hold numbers"):
+        Transformer(cfg, {**good, "norm": np.array(["a"] * 32)})
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        Transformer(cfg, {**good, "norm": np.full(32, np.nan)})
+    with pytest.raises(ValueError, match="NaN or infinite"):  # fine in float32, overflows float16
+        Transformer(Config(**BASE, dtype="float16"), {**good, "norm": np.full(32, 1e6)})
+    with pytest.raises(TypeError, match="dict of arrays"):
+        Transformer(cfg, [1, 2])
+
+
+def test_weights_are_cast_viewable_and_counted():
+    cfg = Config(**BASE)
+    src = {n: np.random.default_rng(0).standard_normal(s) for n, s in weight_shapes(cfg).items()}  # float64
+    m = Transformer(cfg, src)
+    assert set(m.weights) == set(src)
+    for n, w in m.weights.items():
+        assert w.dtype == np.float32
+        np.testing.assert_allclose(w, src[n].astype(np.float32))
+    # by hand: embed + lm_head 2*50*32, per layer 2*32 norms + q 32*32 + k,v 2*32*16 + o 32*32 + mlp 3*32*64, final norm 32
+    per_layer = 64 + 1024 + 1024 + 1024 + 6144
+    assert m.num_params == 3200 + 2 * per_layer + 32
+    assert m.weight_bytes == 4 * m.num_params
+
+
+def test_random_weights_are_seeded():
+    cfg = Config(**BASE)
+    a, b, c = Transformer.random(cfg, 3), Transformer.random(cfg, 3), Transformer.random(cfg, 4)
+    np.testing.assert_array_equal(a.weights["layers.1.w_up"], b.weights["layers.1.w_up"])
+    assert not np.array_equal(a.weights["layers.1.w_up"], c.weights["layers.1.w_up"])
+
+
+# --------------------------------------------------------------------------- forward
+
+
+@pytest.fixture
+def m():
+    return Transformer.random(Config(**BASE), seed=0)
+
+
+def test_forward_is_causal(m):
+    ids = [1, 2, 3, 4, 5, 6]
+    a = m.forward(ids)
+    b = m.forward(ids[:3] + [40, 41, 42])
+    np.testing.assert_allclose(a[:3], b[:3], atol=1e-6)  # the past never sees the future
+    assert np.abs(a[3:] - b[3:]).max() > 1e-3  # and the future does see the present
+
+
+def test_position_matters(m):
+    """RoPE makes order visible: the same bag of tokens in another order predicts differently."""
+    assert np.abs(m.forward([1, 2, 3])[-1] - m.forward([2, 1, 3])[-1]).max() > 1e-3
+
+
+def test_rope_depends_only_on_relative_position():
+    cfg = Config(**BASE)
+    cos, sin = rope_tables(cfg, np)
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((2, 1, 1, cfg.head_dim)).astype(np.float32)
+
+    def score(i, j):
+        qi = apply_rope(q, cos[i : i + 1], sin[i : i + 1], np)
+        kj = apply_rope(k, cos[j : j + 1], sin[j : j + 1], np)
+        return float((qi * kj).sum())
+
+    assert score(5, 2) == pytest.approx(score(13, 10), abs=1e-5)
+    assert score(5, 2) != pytest.approx(score(5, 3), abs=1e-3)
+    rotated = apply_rope(q, cos[7:8], sin[7:8], np)
+    assert np.linalg.norm(rotated) == pytest.approx(np.linalg.norm(q), rel=1e-6)  # a pure rotation
+    np.testing.assert_allclose(apply_rope(q, cos[:1], sin[:1], np), q)  # position 0: no turn
+
+
+def test_grouped_query_attention_equals_multi_head_with_shared_kv():
+    """GQA with KV heads = MHA whose K/V heads are copies: query head h reads KV head h // G."""
+    gqa_cfg = Config(**{**BASE, "n_heads": 4, "n_kv_heads": 2})
+    mha_cfg = Config(**{**BASE, "n_heads": 4, "n_kv_heads": 4})
+    gqa = Transformer.random(gqa_cfg, seed=5)
+    hd, G = gqa_cfg.head_dim, 2
+    w = {n: np.array(a) for n, a in gqa.weights.items()}
+    for i in range(gqa_cfg.n_layers):
+        for name in ("wk", "wv"):
+            heads = w[f"layers.{i}.{name}"].reshape(32, 2, hd)  # [D, KV, hd]
+            w[f"layers.{i}.{name}"] = np.repeat(heads, G, axis=1).reshape(32, 4 * hd)  # [D, H, hd]
+    mha = Transformer(mha_cfg, w)
+    ids = [7, 3, 9, 1, 0, 22, 4]
+    np.testing.assert_allclose(gqa.forward(ids), mha.forward(ids), atol=1e-5)
+
+
+def test_trace_shapes_and_meaning(m):
+    cfg = m.config
+    ids = [4, 8, 15, 16, 23]
+    cache = m.new_cache()
+    m.forward(ids[:2], cache=cache)
+    logits, tr = m.forward(ids[2:], cache=cache, trace=True)  # T=3 new, S=5
+    assert tr.start == 2
+    assert len(tr.attn) == len(tr.scores) == cfg.n_layers and len(tr.hidden) == cfg.n_layers + 1
+    for a, s in zip(tr.attn, tr.scores):
+        assert a.shape == s.shape == (cfg.n_heads, 3, 5)
+        np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-6)
+        # new position 2+i sees keys 0..2+i only
+        for i in range(3):
+            assert np.all(a[:, i, 3 + i :] == 0) and np.all(np.isneginf(s[:, i, 3 + i :]))
+            assert np.all(np.isfinite(s[:, i, : 3 + i]))
+        expected = np.exp(s - s.max(-1, keepdims=True))
+        np.testing.assert_allclose(a, expected / expected.sum(-1, keepdims=True), atol=1e-6)
+    np.testing.assert_array_equal(tr.hidden[0], m.weights["embed"][ids[2:]])
+    np.testing.assert_allclose(m.logits_from_hidden(tr.hidden[-1]), logits, atol=1e-6)  # logit lens, last layer
+    assert m.logits_from_hidden(tr.hidden[1]).shape == (3, cfg.vocab_size)
+
+
+def test_last_only_is_the_last_row(m):
+    ids = [1, 2, 3, 4]
+    np.testing.assert_allclose(m.forward(ids, last_only=True), m.forward(ids)[-1:], atol=1e-6)
+
+
+def test_float16_model_tracks_float32():
+    c32 = Config(**BASE)
+    c16 = Config(**{**BASE, "dtype": "float16"})
+    m32 = Transformer.random(c32, seed=2)
+    m16 = Transformer(c16, {n: np.array(w) for n, w in m32.weights.items()})
+    ids = [5, 1, 30, 12, 7, 7, 2]
+    l32, l16 = m32.forward(ids), m16.forward(ids)
+    assert l16.dtype == np.float32 and m16.weights["lm_head"].dtype == np.float16
+    assert m16.weight_bytes * 2 == m32.weight_bytes
+    assert np.abs(l32 - l16).max() < 0.05 * np.abs(l32).max()
+    assert (l32.argmax(-1) == l16.argmax(-1)).mean() >= 0.8
+    cache = m16.new_cache()
+    m16.forward(ids[:3], cache=cache)
+    step = np.concatenate([m16.forward([t], cache=cache) for t in ids[3:]])
+    np.testing.assert_allclose(step, l16[3:], atol=0.05 * np.abs(l16).max())
+
+
+@pytest.mark.parametrize("ids, exc, msg", [
+    ([], ValueError, "empty"),
+    ("hello", TypeError, "encode it first"),
+    ([1, 2.0], TypeError, "must be ints"),
+    ([1, True], TypeError, "must be ints"),
+    ([1, "2"], TypeError, "must be ints"),
+    ([[1, 2]], TypeError, "must be ints"),
+    (np.array([[1, 2]]), ValueError, "1-D"),
+    (np.array([1.0, 2.0]), TypeError, "integers"),
+    ([1, 50], ValueError, "outside the vocabulary 0 .. 49"),
+    ([-1], ValueError, "outside the vocabulary"),
+    (None, TypeError, "list of ints"),
+    (list(range(17)), ValueError, "context window is 16"),
+])
+def test_bad_token_ids_are_refused(m, ids, exc, msg):
+    with pytest.raises(exc, match=msg):
+        m.forward(ids)
+
+
+def test_numpy_int_ids_are_fine(m):
+    np.testing.assert_allclose(m.forward(np.array([1, 2, 3], dtype=np.int32)), m.forward([1, 2, 3]))
+    np.testing.assert_allclose(m.forward((np.int64(1), 2)), m.forward([1, 2]))
