@@ -1,0 +1,471 @@
+// kv-demos.js — the page side of the live demos.
+//
+// 1. On every page Material announces (document$), find the pre-rendered demos. If there are
+//    none, do nothing: plotly.js and Pyodide are loaded only on pages that have demos.
+// 2. Plot the pre-rendered figures (JSON embedded at build time) with the plotly.js the site
+//    serves, themed for Material's light/dark palette, re-themed when the palette toggles.
+// 3. On the reader's first interaction, start one shared module Web Worker running Pyodide
+//    (kv-worker.js); each control change (debounced) asks it to rerun the lesson, and the
+//    answer replaces the figures, tokens, tables, notes and actions in place.
+// Reader-visible text is always set with textContent, never parsed as HTML.
+(function () {
+  "use strict";
+
+  const DEBOUNCE_MS = 250;
+
+  // ------------------------------------------------------------------ site paths and config
+
+  function siteRoot() {
+    // Material writes the page's relative path to the site root in #__config ("base").
+    // Asset URLs are built from it, never from the page URL (zh-TW pages live one level down).
+    const el = document.getElementById("__config");
+    let base = ".";
+    try {
+      if (el) base = JSON.parse(el.textContent).base || ".";
+    } catch (e) { /* keep "." */ }
+    return new URL(base.endsWith("/") ? base : base + "/", window.location.href);
+  }
+
+  function readRuntimeConfig() {
+    const el = document.getElementById("kv-demo-runtime");
+    if (!el) return null;
+    const cfg = JSON.parse(el.textContent);
+    const root = siteRoot();
+    cfg.workerURL = new URL(cfg.worker, root).href;
+    cfg.wheelURL = cfg.wheel ? new URL(cfg.wheel, root).href : null;
+    cfg.plotlyURL = new URL(cfg.plotly, root).href;
+    // index_url may be absolute (a CDN) or relative to the site root (self-hosted copy).
+    cfg.pyodide.indexURL = new URL(cfg.pyodide.indexURL, root).href;
+    return cfg;
+  }
+
+  const fill = (template, fields) =>
+    template.replace(/\{(\w+)\}/g, (m, k) => (k in fields ? String(fields[k]) : m));
+
+  // ------------------------------------------------------------------ plotly.js, on demand
+
+  let plotlyPromise = null;
+  function loadPlotly(url) {
+    if (window.Plotly) return Promise.resolve(window.Plotly);
+    if (!plotlyPromise) {
+      plotlyPromise = new Promise((resolve, reject) => {
+        const s = document.createElement("script");
+        s.src = url;
+        s.async = true;
+        s.onload = () => resolve(window.Plotly);
+        s.onerror = () => { plotlyPromise = null; reject(new Error("plotly.js failed to load")); };
+        document.head.appendChild(s);
+      });
+    }
+    return plotlyPromise;
+  }
+
+  function isDark() {
+    return document.body.getAttribute("data-md-color-scheme") === "slate";
+  }
+
+  // The lesson's layout with the palette's colours on top (text, grid, transparent paper).
+  function themed(layout) {
+    const css = getComputedStyle(document.body);
+    const fg = css.getPropertyValue("--md-default-fg-color").trim() || (isDark() ? "#e2e4e9" : "#222");
+    const grid = css.getPropertyValue("--md-default-fg-color--lightest").trim() || (isDark() ? "#444" : "#ddd");
+    const out = Object.assign({}, layout);
+    out.paper_bgcolor = "rgba(0,0,0,0)";
+    out.plot_bgcolor = "rgba(0,0,0,0)";
+    out.font = Object.assign({}, layout.font, { color: fg });
+    out.autosize = true;
+    delete out.width;
+    const axes = Object.keys(layout).filter((k) => /^[xy]axis\d*$/.test(k));
+    for (const k of new Set(["xaxis", "yaxis", ...axes])) {
+      out[k] = Object.assign({}, layout[k], { gridcolor: grid, zerolinecolor: grid, linecolor: grid });
+    }
+    return out;
+  }
+
+  const PLOT_CONFIG = { responsive: true, displaylogo: false };
+
+  function plot(div, figure) {
+    div._kvFigure = figure;
+    return window.Plotly.react(div, figure.data || [], themed(figure.layout || {}), PLOT_CONFIG);
+  }
+
+  let themeObserver = null;
+  function watchPalette() {
+    if (themeObserver) return;
+    themeObserver = new MutationObserver(() => {
+      if (!window.Plotly) return;
+      document.querySelectorAll(".kv-demo .kv-plot").forEach((div) => {
+        if (div._kvFigure) plot(div, div._kvFigure);
+      });
+    });
+    themeObserver.observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+  }
+
+  // ------------------------------------------------------------------ the shared runtime
+
+  function supportsModuleWorkers() {
+    let supported = false;
+    try {
+      const probe = { get type() { supported = true; return "module"; } };
+      const url = URL.createObjectURL(new Blob([""], { type: "text/javascript" }));
+      new Worker(url, probe).terminate();
+      URL.revokeObjectURL(url);
+    } catch (e) { /* unsupported */ }
+    return supported;
+  }
+
+  class RuntimeError extends Error {
+    constructor(message, kind, detail) {
+      super(message);
+      this.kind = kind; // "load" | "timeout" | "load-timeout" | "lesson" | "fatal" | "unsupported" | "internal"
+      this.detail = detail;
+    }
+  }
+
+  // One Pyodide worker per page load, whatever the number of demos.
+  class Runtime {
+    constructor(cfg) {
+      this.cfg = cfg;
+      this.worker = null;
+      this.started = null; // Promise resolved when Pyodide + NumPy + wheel are ready
+      this.pending = new Map(); // id -> {resolve, reject, timer}
+      this.nextId = 1;
+      this.listeners = new Set(); // progress callbacks of demos waiting for the runtime
+    }
+
+    start(onProgress) {
+      if (onProgress) this.listeners.add(onProgress);
+      if (this.started) return this.started;
+      if (!supportsModuleWorkers()) {
+        return Promise.reject(new RuntimeError("module workers unsupported", "unsupported"));
+      }
+      if (!this.cfg.wheelURL) {
+        return Promise.reject(new RuntimeError("no course wheel in this build", "load"));
+      }
+      this.worker = new Worker(this.cfg.workerURL, { type: "module", name: "kv-pyodide" });
+      this.worker.addEventListener("message", (ev) => this.onMessage(ev.data));
+      this.worker.addEventListener("error", (ev) => {
+        ev.preventDefault();
+        this.fail(new RuntimeError(ev.message || "the worker script failed", "load"));
+      });
+      this.started = this.request("init", { indexURL: this.cfg.pyodide.indexURL, wheelURL: this.cfg.wheelURL },
+        this.cfg.pyodide.loadTimeoutMs, "load-timeout")
+        .then((r) => { this.listeners.clear(); return r; })
+        .catch((err) => { this.restart(); throw err; });
+      return this.started;
+    }
+
+    onMessage(msg) {
+      if (!msg || typeof msg !== "object") return;
+      if (msg.type === "progress" || msg.type === "ready") {
+        for (const cb of this.listeners) cb(msg);
+        return;
+      }
+      const p = this.pending.get(msg.id);
+      if (!p) return;
+      this.pending.delete(msg.id);
+      clearTimeout(p.timer);
+      if (msg.ok === true && msg.result !== undefined) p.resolve(msg.result);
+      else p.reject(new RuntimeError((msg.error && msg.error.message) || "unknown error", (msg.error && msg.error.kind) || "internal"));
+    }
+
+    request(type, payload, timeoutMs, timeoutKind) {
+      const id = this.nextId++;
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          this.pending.delete(id);
+          reject(new RuntimeError(`${type} timed out`, timeoutKind || "timeout"));
+          this.restart(); // a runaway computation: stop the worker, start afresh next time
+        }, timeoutMs);
+        this.pending.set(id, { resolve, reject, timer });
+        this.worker.postMessage({ id, type, payload });
+      });
+    }
+
+    fail(err) {
+      for (const [, p] of this.pending) { clearTimeout(p.timer); p.reject(err); }
+      this.pending.clear();
+      this.restart();
+    }
+
+    restart() {
+      if (this.worker) this.worker.terminate();
+      this.worker = null;
+      this.started = null;
+      for (const [, p] of this.pending) {
+        clearTimeout(p.timer);
+        p.reject(new RuntimeError("worker restarted", "fatal"));
+      }
+      this.pending.clear();
+    }
+
+    async run(lesson, values, lang, onProgress) {
+      await this.start(onProgress);
+      try {
+        return await this.request("run", { lesson, values, lang }, this.cfg.pyodide.runTimeoutMs, "timeout");
+      } catch (err) {
+        if (err.kind === "fatal") this.restart();
+        throw err;
+      }
+    }
+  }
+
+  let runtime = null;
+  const getRuntime = (cfg) => (runtime ||= new Runtime(cfg));
+
+  // ------------------------------------------------------------------ rendering outputs
+
+  function el(tag, attrs, text) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function formatCell(v) {
+    if (v === null || v === undefined) return "";
+    if (typeof v === "number" && !Number.isInteger(v) && Number.isFinite(v)) return String(Number(v.toPrecision(6)));
+    return String(v);
+  }
+
+  function tableNode(t, caption) {
+    const table = el("table");
+    if (caption) table.appendChild(el("caption", {}, caption));
+    const head = el("thead");
+    const tr = el("tr");
+    for (const c of t.columns || []) tr.appendChild(el("th", { scope: "col" }, c));
+    head.appendChild(tr);
+    table.appendChild(head);
+    const body = el("tbody");
+    for (const row of t.rows || []) {
+      const r = el("tr");
+      for (const cell of row) r.appendChild(el("td", {}, formatCell(cell)));
+      body.appendChild(r);
+    }
+    table.appendChild(body);
+    return table;
+  }
+
+  // ------------------------------------------------------------------ one demo
+
+  class Demo {
+    constructor(section, cfg) {
+      this.section = section;
+      this.cfg = cfg;
+      this.s = cfg.strings;
+      this.data = JSON.parse(section.querySelector("script.kv-demo__data").textContent);
+      this.lesson = this.data.lesson;
+      this.lang = this.data.lang;
+      this.status = section.querySelector(".kv-demo__status");
+      this.output = section.querySelector(".kv-demo__output");
+      this.form = section.querySelector(".kv-demo__controls");
+      this.busy = false;
+      this.queued = null;
+      this.timer = null;
+      this.wire();
+    }
+
+    plotInitial() {
+      for (const f of this.data.output.figures) {
+        const fig = this.section.querySelector(`figure[data-key="${CSS.escape(f.key)}"] .kv-plot`);
+        if (fig) plot(fig, f.figure);
+      }
+    }
+
+    controls() {
+      return Array.from(this.form.querySelectorAll("[data-kind]"));
+    }
+
+    values() {
+      const out = {};
+      for (const c of this.controls()) {
+        const kind = c.dataset.kind;
+        if (kind === "slider") out[c.name] = Number(c.value);
+        else if (kind === "checkbox") out[c.name] = c.checked;
+        else out[c.name] = c.value;
+      }
+      return out;
+    }
+
+    setValues(values) {
+      for (const c of this.controls()) {
+        if (!(c.name in values)) continue;
+        if (c.dataset.kind === "checkbox") c.checked = Boolean(values[c.name]);
+        else c.value = String(values[c.name]);
+        this.showSliderValue(c);
+      }
+    }
+
+    showSliderValue(c) {
+      if (c.dataset.kind !== "slider") return;
+      const out = c.parentElement.querySelector("output");
+      if (out) out.textContent = c.value;
+    }
+
+    wire() {
+      const warm = () => getRuntime(this.cfg).start(this.progress()).catch(() => {});
+      // The first touch of a demo starts Python in the background.
+      this.section.addEventListener("focusin", warm, { once: true });
+      this.section.addEventListener("pointerdown", warm, { once: true });
+      for (const c of this.controls()) {
+        const kind = c.dataset.kind;
+        if (kind === "slider" || kind === "text") {
+          c.addEventListener("input", () => { this.showSliderValue(c); this.schedule(DEBOUNCE_MS); });
+        } else {
+          c.addEventListener("change", () => this.schedule(0));
+        }
+      }
+      this.form.addEventListener("submit", (ev) => { ev.preventDefault(); this.schedule(0); });
+      this.section.querySelector(".kv-demo__run").addEventListener("click", () => this.schedule(0));
+      this.output.addEventListener("click", (ev) => {
+        const btn = ev.target.closest(".kv-demo__action");
+        if (!btn) return;
+        this.setValues(JSON.parse(btn.dataset.values || "{}"));
+        this.schedule(0);
+      });
+    }
+
+    schedule(delay) {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.runNow(), delay);
+    }
+
+    say(text, kind) {
+      this.status.textContent = text;
+      this.status.classList.toggle("kv-demo__status--error", kind === "error");
+      this.status.classList.toggle("kv-demo__status--busy", kind === "busy");
+    }
+
+    progress() {
+      return (msg) => {
+        if (msg.type === "ready") return this.say(this.s.ready, "busy");
+        const key = { runtime: "progress_runtime", numpy: "progress_numpy", engine: "progress_engine" }[msg.stage];
+        if (key) this.say(fill(this.s[key], { version: this.cfg.pyodide.version }), "busy");
+      };
+    }
+
+    async runNow() {
+      const values = this.values();
+      if (this.busy) { this.queued = values; return; } // latest values win
+      this.busy = true;
+      this.section.setAttribute("aria-busy", "true");
+      this.say(this.s.running, "busy");
+      try {
+        const { output, ms } = await getRuntime(this.cfg).run(this.lesson, values, this.lang, this.progress());
+        this.render(output);
+        this.section.dataset.kvLiveRuns = String(Number(this.section.dataset.kvLiveRuns || 0) + 1);
+        this.say(fill(this.s.live_done, { ms: Math.round(ms) }));
+      } catch (err) {
+        this.say(this.message(err), "error");
+      } finally {
+        this.busy = false;
+        this.section.removeAttribute("aria-busy");
+        if (this.queued) { this.queued = null; this.runNow(); }
+      }
+    }
+
+    message(err) {
+      const s = this.s;
+      const kind = err && err.kind;
+      if (kind === "lesson") return fill(s.error_demo, { message: err.message });
+      if (kind === "unsupported") return s.error_old_browser;
+      if (kind === "timeout") return fill(s.error_timeout, { seconds: this.cfg.pyodide.runTimeoutMs / 1000 });
+      if (kind === "load-timeout") {
+        return fill(s.error_load, { reason: fill(s.error_load_timeout, { seconds: this.cfg.pyodide.loadTimeoutMs / 1000 }) });
+      }
+      if (kind === "fatal") return s.error_crash;
+      let host = "";
+      try { host = new URL(this.cfg.pyodide.indexURL).host; } catch (e) { /* relative */ }
+      return fill(s.error_load, { reason: host || (err && err.message) || "?" });
+    }
+
+    // ---------------------------------------------------------------- live output
+
+    render(out) {
+      this.renderFigures(out.figures || []);
+      const tokens = this.output.querySelector(".kv-demo__tokens");
+      tokens.replaceChildren(...(out.tokens || []).map((t, i) => {
+        const chip = el("span", { class: "kv-chip", style: `--kv-chip-color: var(--kv-palette-${i % 8})` }, t.text);
+        if (t.title) chip.title = t.title;
+        if (t.id !== undefined) chip.dataset.id = String(t.id);
+        return chip;
+      }));
+      const tables = this.output.querySelector(".kv-demo__tables");
+      tables.replaceChildren(...(out.tables || []).map((t) => {
+        const wrap = el("div", { class: "kv-table-wrap" });
+        wrap.appendChild(tableNode(t, t.title));
+        return wrap;
+      }));
+      const notes = this.output.querySelector(".kv-demo__notes");
+      notes.replaceChildren(...(out.notes || []).map((n) => el("p", { class: "kv-demo__note" }, n)));
+      const actions = this.output.querySelector(".kv-demo__actions");
+      actions.replaceChildren(...(out.actions || []).map((a) => {
+        const b = el("button", { type: "button", class: "md-button kv-demo__action" }, a.label);
+        b.dataset.values = JSON.stringify(a.values || {});
+        return b;
+      }));
+    }
+
+    renderFigures(figures) {
+      const keep = new Set(figures.map((f) => f.key));
+      for (const node of this.output.querySelectorAll("figure.kv-demo__figure")) {
+        if (!keep.has(node.dataset.key)) node.remove();
+      }
+      let previous = null;
+      for (const f of figures) {
+        let node = this.output.querySelector(`figure[data-key="${CSS.escape(f.key)}"]`);
+        if (!node) {
+          node = this.newFigure(f.key);
+          if (previous) previous.after(node); else this.output.prepend(node);
+        }
+        node.querySelector("figcaption").textContent = f.title || "";
+        const details = node.querySelector("details.kv-demo__table");
+        if (f.table && details) {
+          details.querySelector(".kv-table-wrap").replaceChildren(
+            tableNode(f.table, fill(this.s.data_table_of, { title: f.title || "" })));
+        }
+        plot(node.querySelector(".kv-plot"), f.figure);
+        previous = node;
+      }
+    }
+
+    newFigure(key) {
+      const id = `${this.section.id}-${key}`;
+      const fig = el("figure", { class: "kv-demo__figure", "data-key": key });
+      fig.appendChild(el("figcaption", { class: "kv-demo__figtitle", id: `${id}-title` }));
+      fig.appendChild(el("div", { class: "kv-plot", id, role: "img", "aria-labelledby": `${id}-title` }));
+      const details = el("details", { class: "kv-demo__table" });
+      details.appendChild(el("summary", {}, this.s.data_table));
+      details.appendChild(el("div", { class: "kv-table-wrap" }));
+      fig.appendChild(details);
+      return fig;
+    }
+  }
+
+  // ------------------------------------------------------------------ page lifecycle
+
+  function mount() {
+    const sections = Array.from(document.querySelectorAll(".kv-demo:not([data-kv-mounted])"));
+    if (!sections.length) return;
+    const cfg = readRuntimeConfig();
+    if (!cfg) return;
+    const demos = sections.map((section) => {
+      section.setAttribute("data-kv-mounted", "");
+      return new Demo(section, cfg);
+    });
+    watchPalette();
+    loadPlotly(cfg.plotlyURL).then(() => {
+      for (const d of demos) d.plotInitial();
+      document.documentElement.dataset.kvDemosPlotted = "true";
+    }, () => { /* the data tables stay as the fallback */ });
+  }
+
+  // Material announces every page (also with instant navigation) through document$.
+  if (window.document$ && typeof window.document$.subscribe === "function") {
+    window.document$.subscribe(mount);
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", mount);
+  } else {
+    mount();
+  }
+})();

@@ -1,0 +1,122 @@
+"""Files the live demos need in the built site: the course wheel and plotly.js.
+
+The wheel (engine + lessons + the course model's weights) is what Pyodide installs with
+``pyodide.loadPackage(url)``. It is built with the project's own build backend from a
+private copy of the sources (so eight people building at once never share a ``build/``
+folder), and cached by a hash of those sources, so ``mkdocs serve`` reloads do not rebuild
+it when nothing changed. The hash also names the folder it is served from, which busts
+browser caches when the engine changes.
+
+plotly.js comes from the installed ``plotly`` package, never from a CDN.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# What goes into the wheel (pyproject.toml decides the details; these decide the hash).
+WHEEL_SOURCES = ("pyproject.toml", "README.md", "engine", "lessons")
+_SKIP_PARTS = {"__pycache__", ".pytest_cache"}
+
+
+class AssetError(RuntimeError):
+    """The wheel or plotly.js could not be produced (the build stops with this message)."""
+
+
+def _source_files(root: Path) -> list[Path]:
+    files = []
+    for name in WHEEL_SOURCES:
+        p = root / name
+        if p.is_file():
+            files.append(p)
+        elif p.is_dir():
+            files.extend(
+                f for f in sorted(p.rglob("*"))
+                if f.is_file() and not (_SKIP_PARTS & set(f.relative_to(root).parts)) and f.suffix != ".pyc"
+            )
+    return files
+
+
+def source_hash(root: Path) -> str:
+    """sha256 over the paths and bytes of everything that goes into the wheel."""
+    h = hashlib.sha256()
+    for f in _source_files(root):
+        h.update(f.relative_to(root).as_posix().encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def build_wheel(root: Path, cache_dir: Path) -> Path:
+    """Path of the project's pure-Python wheel, built now or taken from the cache."""
+    digest = source_hash(root)[:16]
+    out = cache_dir / digest
+    cached = sorted(out.glob("*-py3-none-any.whl")) if out.is_dir() else []
+    if cached:
+        return cached[0]
+    with tempfile.TemporaryDirectory(prefix="kv-wheel-") as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        for f in _source_files(root):
+            dest = src / f.relative_to(root)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dest)
+        dist = Path(tmp) / "dist"
+        # --no-isolation: use the installed setuptools, so the build needs no network.
+        proc = subprocess.run(
+            [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(src)],
+            capture_output=True, text=True, cwd=src,
+        )
+        wheels = sorted(dist.glob("*-py3-none-any.whl"))
+        if proc.returncode != 0 or not wheels:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise AssetError(f"building the course wheel failed (python -m build):\n{tail}")
+        out.mkdir(parents=True, exist_ok=True)
+        final = out / wheels[0].name
+        shutil.copy2(wheels[0], final)
+    return final
+
+
+def install_wheel(wheel: Path, site_dir: Path) -> str:
+    """Copy the wheel into the site; returns its path relative to the site root."""
+    rel = Path("assets") / "wheels" / wheel.parent.name / wheel.name
+    dest = site_dir / rel
+    if not dest.exists() or dest.stat().st_size != wheel.stat().st_size:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(wheel, dest)
+    return rel.as_posix()
+
+
+def plotly_js() -> tuple[Path, str]:
+    """The plotly.min.js shipped in the installed plotly package, and its version."""
+    try:
+        import plotly
+        from plotly.offline import get_plotlyjs_version
+    except ImportError as e:  # pragma: no cover - plotly is a docs dependency
+        raise AssetError(f"the 'plotly' package is needed to build pages with demos: {e}") from None
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not path.is_file():
+        raise AssetError(f"plotly.js not found in the plotly package at {path}")
+    return path, get_plotlyjs_version()
+
+
+def plotly_rel_path() -> str:
+    """Where plotly.js lives in the site, relative to the root (versioned: cache-safe)."""
+    _, version = plotly_js()
+    # No dotted two-letter segment in the name: the i18n plugin would take it for a language.
+    return f"assets/javascripts/plotly-{version.replace('.', '_')}-min.js"
+
+
+def install_plotly(site_dir: Path) -> str:
+    src, _ = plotly_js()
+    rel = plotly_rel_path()
+    dest = site_dir / rel
+    if not dest.exists() or dest.stat().st_size != src.stat().st_size:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest)
+    return rel
