@@ -1,0 +1,84 @@
+"""Numbers the pages quote, computed from the engine: ``facts(lang) -> {key: text}``.
+
+Pages write ``[[fact:course.params]]`` instead of typing a number; the site's facts hook
+replaces it with the value from here at build time, so a retrained model or a corrected
+shape changes every page at once. Keys are fixed (pages depend on them): add, never rename.
+"""
+from __future__ import annotations
+
+import functools
+
+from engine import costs, load_course_model
+from engine.shapes import MODEL_SHAPES, config_from_shape
+from lessons.base import LANGS
+from lessons.figures import fmt_bytes, fmt_int
+
+# fact-key prefix -> engine.shapes name
+REAL_MODELS = {"llama3_8b": "Llama 3 8B", "llama3_70b": "Llama 3 70B", "llama2_7b": "Llama 2 7B",
+               "mistral_7b": "Mistral 7B", "gpt2": "GPT-2 small"}
+
+FP16_BYTES = 2
+
+
+def _course_facts() -> dict[str, str]:
+    model, tok = load_course_model()
+    c = model.config
+    cache_per_token = model.new_cache(max_len=1).bytes_per_token
+    return {
+        "course.vocab_size": fmt_int(c.vocab_size),
+        "course.d_model": fmt_int(c.d_model),
+        "course.n_layers": fmt_int(c.n_layers),
+        "course.n_heads": fmt_int(c.n_heads),
+        "course.n_kv_heads": fmt_int(c.n_kv_heads),
+        "course.head_dim": fmt_int(c.head_dim),
+        "course.ffn_dim": fmt_int(c.ffn_dim),
+        "course.max_seq_len": fmt_int(c.max_seq_len),
+        "course.params": fmt_int(model.num_params),
+        # what the model holds in memory (and reads per token): its compute dtype
+        "course.weights_size": fmt_bytes(model.weight_bytes),
+        "course.dtype": c.dtype,
+        "course.kv_bytes_per_token": fmt_bytes(cache_per_token),
+        "course.kv_bytes_full": fmt_bytes(cache_per_token * c.max_seq_len),
+    }
+
+
+def _real_facts(prefix: str, name: str) -> dict[str, str]:
+    s = MODEL_SHAPES[name]
+    cfg = config_from_shape(s)
+
+    def kv(tokens: int) -> int:
+        return costs.kv_cache_bytes(s.n_layers, s.n_kv_heads, s.head_dim, tokens, 1, FP16_BYTES)
+
+    params = costs.param_count(cfg)
+    return {
+        f"{prefix}.vocab_size": fmt_int(s.vocab_size),
+        f"{prefix}.n_layers": fmt_int(s.n_layers),
+        f"{prefix}.d_model": fmt_int(s.d_model),
+        f"{prefix}.n_heads": fmt_int(s.n_heads),
+        f"{prefix}.n_kv_heads": fmt_int(s.n_kv_heads),
+        f"{prefix}.head_dim": fmt_int(s.head_dim),
+        f"{prefix}.ffn_dim": fmt_int(s.ffn_dim),
+        f"{prefix}.max_seq_len": fmt_int(s.max_seq_len),
+        f"{prefix}.params": fmt_int(params),
+        f"{prefix}.weights_size_fp16": fmt_bytes(params * FP16_BYTES),
+        f"{prefix}.kv_bytes_per_token": fmt_bytes(kv(1)),
+        f"{prefix}.kv_size_8k": fmt_bytes(kv(8192)),
+        f"{prefix}.kv_size_32k": fmt_bytes(kv(32768)),
+        f"{prefix}.kv_size_128k": fmt_bytes(kv(131072)),
+    }
+
+
+@functools.lru_cache(maxsize=None)
+def _facts(lang: str) -> tuple[tuple[str, str], ...]:
+    out = _course_facts()
+    for prefix, name in REAL_MODELS.items():
+        out.update(_real_facts(prefix, name))
+    # Every value is numbers and unit symbols (B, KiB, MiB, GiB), the same in both languages.
+    return tuple(sorted(out.items()))
+
+
+def facts(lang: str = "en") -> dict[str, str]:
+    """All facts as formatted strings in ``lang`` (cached; a fresh dict each call)."""
+    if lang not in LANGS:
+        raise ValueError(f"unknown language {lang!r}; known: {', '.join(LANGS)}")
+    return dict(_facts(lang))

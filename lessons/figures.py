@@ -1,0 +1,147 @@
+"""Shared helpers for lesson output: Plotly figure dicts, data tables, number formats.
+
+Lessons build Plotly figures as plain dicts (Pyodide never imports ``plotly``); these
+helpers keep the look (colours, fonts, margins) and the number formats the same in every
+demo and in both languages. Nothing here knows about transformers.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+from lessons.base import tr
+
+# Okabe–Ito palette: distinguishable with the common colour-vision deficiencies and
+# readable on both Material palettes (the browser runtime re-themes paper/font colours).
+COLORS = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "green": "#009E73",
+    "vermillion": "#D55E00",
+    "sky": "#56B4E9",
+    "purple": "#CC79A7",
+    "yellow": "#F0E442",
+    "grey": "#8C8C8C",
+}
+SEQUENCE = [COLORS[k] for k in ("blue", "orange", "green", "vermillion", "sky", "purple", "yellow", "grey")]
+HIGHLIGHT = COLORS["vermillion"]
+MUTED = COLORS["sky"]
+
+# Fonts with CJK coverage first on the systems that have them; Plotly falls back in order.
+FONT_FAMILY = ('"Noto Sans TC", "PingFang TC", "Microsoft JhengHei", "Noto Sans CJK TC", '
+               '"Roboto", "Helvetica Neue", Arial, sans-serif')
+
+
+# --------------------------------------------------------------------------- layouts
+
+
+def layout(title: str, x_title: str = "", y_title: str = "", **extra: Any) -> dict:
+    """A Plotly layout dict with the course's common look.
+
+    Backgrounds are transparent so the page palette shows through; the browser runtime
+    sets font and grid colours for light/dark. ``extra`` is merged in last (axis dicts are
+    merged key by key so ``xaxis={"type": "log"}`` keeps the title).
+    """
+    base = {
+        "title": {"text": title, "x": 0.02, "xanchor": "left"},
+        "font": {"family": FONT_FAMILY, "size": 13},
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 55},
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "xaxis": {"title": {"text": x_title}, "automargin": True},
+        "yaxis": {"title": {"text": y_title}, "automargin": True},
+        "legend": {"orientation": "h", "y": -0.22},
+        "colorway": SEQUENCE,
+        "hoverlabel": {"font": {"family": FONT_FAMILY}},
+    }
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            base[key] = {**base[key], **value}
+        else:
+            base[key] = value
+    return base
+
+
+def figure(key: str, title: str, data: list, layout_: dict, columns: Sequence[str], rows: Iterable[Sequence]) -> dict:
+    """One entry of Output["figures"]: the Plotly dict plus the data table behind it."""
+    rows = [list(r) for r in rows]
+    assert all(len(r) == len(columns) for r in rows), "table rows must match the columns"
+    return {
+        "key": key,
+        "title": title,
+        "figure": {"data": data, "layout": layout_},
+        "table": {"columns": list(columns), "rows": rows},
+    }
+
+
+def table(title: str, columns: Sequence[str], rows: Iterable[Sequence]) -> dict:
+    """One entry of Output["tables"]."""
+    rows = [list(r) for r in rows]
+    assert all(len(r) == len(columns) for r in rows), "table rows must match the columns"
+    return {"title": title, "columns": list(columns), "rows": rows}
+
+
+def floats(values: Iterable, digits: int = 6) -> list[float]:
+    """Plain Python floats (JSON-safe, rounded to ``digits`` significant digits).
+
+    NumPy scalars are not JSON types, and NaN/inf are not valid JSON: both would break
+    the Pyodide boundary, so they are caught here instead of in the browser.
+    """
+    out = []
+    for v in values:
+        f = float(v)
+        if not math.isfinite(f):
+            raise ValueError(f"non-finite value {f!r} in figure data")
+        out.append(float(f"{f:.{digits}g}"))
+    return out
+
+
+# --------------------------------------------------------------------------- formats
+
+_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def fmt_int(n: int | float) -> str:
+    """1234567 -> '1,234,567' (the same in both languages)."""
+    return f"{int(round(n)):,}"
+
+
+def fmt_bytes(n: int | float) -> str:
+    """Binary units with one decimal where needed: 4096 -> '4 KiB', 2.4e6 -> '2.3 MiB'."""
+    n = float(n)
+    if n < 1024:
+        return f"{int(round(n)):,} B"
+    i = min(int(math.log(n, 1024)), len(_BINARY_UNITS) - 1)
+    value = n / 1024**i
+    if value >= 1023.95 and i < len(_BINARY_UNITS) - 1:  # 1023.97 KiB would print as "1,024.0"
+        i, value = i + 1, value / 1024
+    text = f"{value:,.1f}"
+    if text.endswith(".0"):
+        text = text[:-2]
+    return f"{text} {_BINARY_UNITS[i]}"
+
+
+_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def fmt_si(n: float, unit: str, digits: int = 3) -> str:
+    """Decimal SI prefix for rates and counts: 3.35e12, 'B/s' -> '3.35 TB/s'."""
+    n = float(n)
+    for scale, prefix in _SI:
+        if abs(n) >= scale:
+            return f"{n / scale:.{digits}g} {prefix}{unit}"
+    return f"{n:.{digits}g} {unit}"
+
+
+def fmt_seconds(s: float) -> str:
+    """Seconds with a readable unit: 0.00042 -> '420 µs'."""
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def t(text: dict, lang: str) -> str:
+    """Short alias of :func:`lessons.base.tr` for the many labels lessons pick."""
+    return tr(text, lang)

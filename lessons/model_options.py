@@ -1,0 +1,31 @@
+"""The models a cost lesson can be asked about: the course model or a published shape.
+
+Cost lessons (roofline, data movement) need only an engine Config: the course model's own,
+or one built from a real model's published shape (engine.shapes). Both come from here so the
+select boxes list the same models in the same order everywhere.
+"""
+from __future__ import annotations
+
+from engine import load_course_model
+from engine.config import Config
+from engine.shapes import MODEL_SHAPES, config_from_shape
+
+COURSE = "course"
+COURSE_LABEL = {"en": "Course model (this site)", "zh-TW": "課程模型（本網站）"}
+
+
+def options(include_course: bool = True) -> list[tuple[str, dict]]:
+    """(value, label) pairs for a select control."""
+    real = [(name, {"en": name, "zh-TW": name}) for name in MODEL_SHAPES]
+    return ([(COURSE, COURSE_LABEL)] if include_course else []) + real
+
+
+def config_for(key: str, dtype: str = "float16") -> Config:
+    """The engine Config of ``key`` (the course model keeps its own dtype)."""
+    if key == COURSE:
+        return load_course_model()[0].config
+    return config_from_shape(key, dtype=dtype)
+
+
+def label(key: str, lang: str) -> str:
+    return COURSE_LABEL[lang] if key == COURSE else key
