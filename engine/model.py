@@ -248,6 +248,8 @@ class Transformer:
     def random(cls, config: Config, seed: int = 0, xp=np) -> "Transformer":
         """Random weights, scaled so activations stay O(1): std 1/sqrt(fan_in) for matrices,
         with the residual-branch outputs (wo, w_down) further divided by sqrt(2L)."""
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
         rng = np.random.default_rng(seed)
         out_scale = 1.0 / (2 * config.n_layers) ** 0.5
         weights = {}
