@@ -1,0 +1,45 @@
+"""The site tests' shared knowledge: the docs tree, the pages and their twins, built paths."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+HOOKS = ROOT / "overrides" / "hooks"
+# The hooks' logic modules (fact_placeholders, hreflang_links, jieba_terms) are plain modules.
+if str(HOOKS) not in sys.path:
+    sys.path.insert(0, str(HOOKS))
+
+# The course's pages, in nav order (ARCHITECTURE.md); each exists as X.md and X.zh-TW.md.
+PAGES = (
+    "index",
+    "plates/10000-feet",
+    "plates/01-next-token",
+    "plates/02-tokens",
+    "plates/03-embeddings",
+    "plates/04-attention",
+    "plates/05-kv-cache",
+    "plates/06-data-movement",
+    "glossary",
+    "benchmarks",
+    "references",
+    "authors",
+)
+
+
+def source(page: str, lang: str) -> Path:
+    """Markdown source of ``page`` in ``lang``."""
+    return DOCS / (f"{page}.md" if lang == "en" else f"{page}.{lang}.md")
+
+
+def built(site: Path, page: str, lang: str) -> Path:
+    """Built HTML file of ``page`` in ``lang`` (directory URLs; zh-TW under zh-TW/)."""
+    base = site if lang == "en" else site / lang
+    return base / "index.html" if page == "index" else base / page / "index.html"
+
+
+def url_path(page: str, lang: str) -> str:
+    """Site-relative URL of ``page`` in ``lang``, e.g. ``zh-TW/plates/02-tokens/``."""
+    prefix = "" if lang == "en" else f"{lang}/"
+    return prefix if page == "index" else f"{prefix}{page}/"
