@@ -31,6 +31,9 @@ _PAGE_DEMOS: dict[str, list[dict]] = {}  # page src_uri -> demos waiting for on_
 
 
 def on_config(config, **kwargs):
+    # MkDocs restores sys.path after loading a hook; lessons import engine/ at build time.
+    if str(_ROOT) not in sys.path:
+        sys.path.insert(0, str(_ROOT))
     # Validate extra.pyodide once, early, so a typo fails the build before any page renders.
     try:
         demo_render.runtime_config(config.extra, "en", None, "")

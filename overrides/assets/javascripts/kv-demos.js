@@ -355,8 +355,11 @@
         this.render(output);
         this.section.dataset.kvLiveRuns = String(Number(this.section.dataset.kvLiveRuns || 0) + 1);
         this.say(fill(this.s.live_done, { ms: Math.round(ms) }));
+        delete this.status.dataset.detail;
       } catch (err) {
         this.say(this.message(err), "error");
+        // Authors (and tests) can read what went wrong without a console.
+        this.status.dataset.detail = String((err && err.message) || err);
       } finally {
         this.busy = false;
         this.section.removeAttribute("aria-busy");

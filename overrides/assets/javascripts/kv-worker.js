@@ -48,12 +48,8 @@ async function start({ indexURL, wheelURL }) {
     if (!numpySeen) progress("numpy"); // NumPy came from a cache without a visible fetch
     progress("engine");
     await pyodide.loadPackage(wheelURL, { messageCallback: () => {}, errorCallback: () => {} });
-    const registry = pyodide.pyimport("lessons.registry");
-    try {
-      runJson = registry.run_json;
-    } finally {
-      registry.destroy();
-    }
+    // An owned PyProxy of the function (an attribute of a module proxy would be borrowed).
+    runJson = pyodide.runPython("from lessons.registry import run_json\nrun_json");
   } catch (err) {
     throw new WorkerError(err && err.message ? err.message : String(err), "load");
   }
