@@ -1,0 +1,164 @@
+"""Command line of ``python -m engine.bench``: parse options, pin threads, run, print, write JSON."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from engine.bench import report
+from engine.bench.backend import BenchError
+from engine.bench.runner import Options, run_benchmark
+from engine.bench.shapes import SHAPE_KEYS
+
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+              "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+_REEXEC_MARK = "KV_BENCH_REEXEC"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit code 2, like argparse, but no usage dump
+        raise BenchError(message)
+
+
+def _csv(kind):
+    def parse(text: str):
+        try:
+            return tuple(kind(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}") from None
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m engine.bench",
+                description="Time prefill and decode with and without the KV cache; write results JSON.")
+    p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy")
+    p.add_argument("--quick", action="store_true", help="a short sweep (under a minute on a CPU)")
+    p.add_argument("--shapes", type=_csv(str), default=None,
+                   help=f"comma-separated, from {', '.join(SHAPE_KEYS)} "
+                        "(default: course,gpt2-small,llama3-8b; --quick: course,gpt2-small)")
+    p.add_argument("--dtypes", type=_csv(str), default=None, help="float32,float16 (default: float32 on "
+                   "NumPy, both on CuPy)")
+    p.add_argument("--contexts", type=_csv(int), default=None, help="override every shape's context lengths")
+    p.add_argument("--llama-layers", type=int, default=None, help="layers of the Llama 3 8B-shaped stack "
+                   "(default 1 on NumPy, 4 on CuPy)")
+    p.add_argument("--warmup", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--max-point-seconds", type=float, default=None,
+                   help="skip a prefill / no-cache measurement whose estimated cost is larger")
+    p.add_argument("--max-temp-gib", type=float, default=None,
+                   help="skip a prefill / no-cache measurement whose attention scores need more memory")
+    p.add_argument("--peak-bw-gbs", type=float, default=None,
+                   help="peak memory bandwidth in GB/s to compare against (default: the GPU's datasheet, "
+                        "or a measured copy bandwidth on a CPU)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="CPU threads for NumPy/BLAS and PyTorch (default 1; 0 leaves them alone)")
+    p.add_argument("--no-compare", action="store_true", help="skip the Hugging Face transformers comparison")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results file (default engine/bench/results/<cpu|gpu>-<backend>-<device>.json)")
+    p.add_argument("--no-write", action="store_true", help="print only, write no file")
+    return p
+
+
+def options_from_args(args: argparse.Namespace, argv: list[str]) -> Options:
+    quick = args.quick
+    gpu = args.backend == "cupy"
+    shapes = args.shapes or (("course", "gpt2-small") if quick else ("course", "gpt2-small", "llama3-8b"))
+    for v, name in ((args.warmup, "--warmup"), (args.repeats, "--repeats"), (args.llama_layers, "--llama-layers")):
+        if v is not None and v < (0 if name == "--warmup" else 1):
+            raise BenchError(f"{name} must be {'>= 0' if name == '--warmup' else '>= 1'}, got {v}")
+    if args.peak_bw_gbs is not None and not args.peak_bw_gbs > 0:
+        raise BenchError(f"--peak-bw-gbs must be a positive number, got {args.peak_bw_gbs}")
+    if args.contexts and min(args.contexts) < 1:
+        raise BenchError("--contexts must be positive token counts")
+    return Options(
+        backend=args.backend,
+        shapes=tuple(shapes),
+        dtypes=args.dtypes,
+        contexts=args.contexts,
+        quick=quick,
+        warmup=args.warmup if args.warmup is not None else (1 if quick else 2),
+        repeats=args.repeats if args.repeats is not None else (5 if quick else 10),
+        max_point_seconds=args.max_point_seconds or (2.0 if quick else (30.0 if gpu else 15.0)),
+        max_temp_gib=args.max_temp_gib or (32.0 if gpu else 2.0),
+        llama_layers=args.llama_layers,
+        peak_bw_gbs=args.peak_bw_gbs,
+        compare=not args.no_compare,
+        argv=list(argv),
+    )
+
+
+# --------------------------------------------------------------------------- threads
+
+
+def pin_threads(n: int) -> dict | None:
+    """Limit BLAS/OpenMP pools to ``n`` threads; None when only a restart can do it.
+
+    threadpoolctl can change the pools of an already-loaded BLAS; without it the pool
+    sizes are read from the environment when NumPy loads its BLAS, so the CLI restarts
+    itself with the variables set (the results say which way was used).
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        if all(os.environ.get(v) == str(n) for v in THREAD_ENV):
+            return {"pinned": True, "method": "env", "count": n}
+        return None
+    pin_threads.limiter = threadpool_limits(limits=n)  # keep a reference: the limit lasts while it lives
+    return {"pinned": True, "method": "threadpoolctl", "count": n}
+
+
+def _reexec_with_env(n: int, argv: list[str]) -> None:
+    env = dict(os.environ, **{v: str(n) for v in THREAD_ENV}, **{_REEXEC_MARK: "1"})
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "engine.bench", *argv], env)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser().parse_args(argv)
+        opts = options_from_args(args, argv)
+        threads = None
+        if args.backend == "numpy" and args.threads > 0:
+            threads = pin_threads(args.threads)
+            if threads is None:
+                if os.environ.get(_REEXEC_MARK):
+                    raise BenchError("could not pin BLAS threads through the environment")
+                _reexec_with_env(args.threads, argv)  # does not return
+        elif args.backend == "numpy":
+            threads = {"pinned": False, "method": "none", "count": None}
+        if threads and threads["pinned"]:
+            opts.threads = threads["count"]
+        doc = run_benchmark(opts, threads=threads, log=lambda m: print(m, file=sys.stderr, flush=True))
+    except BenchError as e:
+        print(f"engine.bench: error: {e}", file=sys.stderr)
+        return BenchError.exit_code
+    except KeyboardInterrupt:
+        print("engine.bench: interrupted", file=sys.stderr)
+        return 130
+
+    print(report.render(doc))
+    try:
+        from engine.bench.schema import validate_if_available
+
+        valid = validate_if_available(doc)
+    except Exception as e:  # a schema violation is a bug in the harness: say so, keep the numbers
+        print(f"engine.bench: warning: results do not match schema.json: {str(e).splitlines()[0]}", file=sys.stderr)
+        valid = False
+    if valid is None:
+        print("engine.bench: jsonschema not installed; results not validated", file=sys.stderr)
+    if not args.no_write:
+        from engine.bench.store import default_out_path
+
+        out = args.out or default_out_path(doc["provenance"]["backend"], doc["provenance"]["device"])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+        print(f"wrote {out}")
+    return 0
