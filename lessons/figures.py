@@ -145,3 +145,20 @@ def fmt_seconds(s: float) -> str:
 def t(text: dict, lang: str) -> str:
     """Short alias of :func:`lessons.base.tr` for the many labels lessons pick."""
     return tr(text, lang)
+
+
+def show_piece(piece: str) -> str:
+    """A token piece made visible as an axis label: leading space as ␣, newline as ↵, tab as ⇥."""
+    out = piece.replace("\n", "↵").replace("\t", "⇥").replace("\r", "␍")
+    if out.startswith(" "):
+        out = "␣" + out[1:]
+    return out or "∅"
+
+
+def unique_labels(labels: Sequence[str], ids: Sequence[int]) -> list[str]:
+    """Category labels for a Plotly axis: a label shown twice gets its token id appended,
+    because Plotly merges equal categories into one bar."""
+    seen: dict[str, int] = {}
+    for lbl in labels:
+        seen[lbl] = seen.get(lbl, 0) + 1
+    return [f"{lbl} #{i}" if seen[lbl] > 1 else lbl for lbl, i in zip(labels, ids)]
