@@ -81,6 +81,12 @@ class KVCache:
     def advance(self, n_new: int) -> None:
         self.length += n_new
 
+    def truncate(self, n: int) -> None:
+        """Keep only the first n positions (rewind, e.g. to time the same step again)."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= self.length:
+            raise ValueError(f"can only truncate to 0 .. {self.length} positions, got {n!r}")
+        self.length = int(n)
+
     def reset(self) -> None:
         """Forget every entry (slots are zeroed so an inspection never shows stale notes)."""
         for a in self.k + self.v:

@@ -69,7 +69,7 @@ def weight_shapes(c: Config) -> dict[str, tuple[int, ...]]:
 def rmsnorm(x, w, eps: float):
     """x [T, D] / rms(x) * w [D] -> [T, D]; the mean square is taken in float32."""
     x32 = x.astype("float32", copy=False)
-    ms = (x32 * x32).mean(axis=-1, keepdims=True)  # [T, 1]
+    ms = (x32 * x32).sum(axis=-1, keepdims=True) * (1.0 / x.shape[-1])  # [T, 1] mean square
     return w * (x32 / (ms + eps) ** 0.5).astype(x.dtype, copy=False)
 
 

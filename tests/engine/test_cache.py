@@ -135,3 +135,16 @@ def test_float16_cache_halves_the_bytes(make_config):
     a, b = KVCache(c32), KVCache(c16)
     assert a.bytes_allocated == 2 * b.bytes_allocated
     assert b.k[0].dtype == np.float16
+
+
+def test_truncate_rewinds_to_an_earlier_position(model):
+    cache = model.new_cache()
+    ids = [9, 8, 7, 6, 5]
+    model.forward(ids[:3], cache=cache)
+    fourth = model.forward([ids[3]], cache=cache)
+    cache.truncate(3)
+    np.testing.assert_allclose(model.forward([ids[3]], cache=cache), fourth, atol=0)  # same step again
+    cache.truncate(2)
+    np.testing.assert_allclose(model.forward([50, 51], cache=cache), model.forward(ids[:2] + [50, 51])[2:], atol=1e-5)
+    with pytest.raises(ValueError, match="truncate to 0 .. 4"):
+        cache.truncate(5)
