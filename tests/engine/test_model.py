@@ -210,3 +210,40 @@ def test_bad_token_ids_are_refused(m, ids, exc, msg):
 def test_numpy_int_ids_are_fine(m):
     np.testing.assert_allclose(m.forward(np.array([1, 2, 3], dtype=np.int32)), m.forward([1, 2, 3]))
     np.testing.assert_allclose(m.forward((np.int64(1), 2)), m.forward([1, 2]))
+
+
+# --------------------------------------------------------------------------- backend and imports
+
+
+def test_backend_choice_is_checked():
+    from engine.backend import get_xp, to_numpy, xp_name
+
+    assert get_xp("numpy") is np and xp_name(np) == "numpy"
+    with pytest.raises(ValueError, match="unknown backend 'torch'"):
+        get_xp("torch")
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(RuntimeError, match="needs CuPy"):
+            get_xp("cupy")
+    a = np.arange(3)
+    assert to_numpy(a) is a
+
+
+def test_engine_imports_without_the_course_parts_and_without_torch():
+    """Pyodide ships neither torch nor our optional modules at import time."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.modules['engine.tokenizer'] = None; sys.modules['engine.course'] = None\n"
+        "sys.modules['torch'] = None; sys.modules['transformers'] = None; sys.modules['cupy'] = None\n"
+        "import engine, engine.hf, engine.costs, engine.shapes\n"
+        "from engine import Config, Transformer, KVCache, SamplingParams, Generator, Step\n"
+        "try:\n    engine.Tokenizer\nexcept ImportError:\n    print('lazy ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "lazy ok"
