@@ -24,6 +24,7 @@ LESSONS = {
     "roofline": "roofline",
     "layers": "layers",
     "bench_browser": "bench_browser",
+    "bench_results": "bench_page",
 }
 
 

@@ -84,7 +84,7 @@ def compare_with_transformers(model, run: dict, backend, opts, threads: dict | N
         model.forward(ids[:ctx], cache=cache, last_only=True)
 
         def rewind():
-            cache.length = ctx
+            cache.truncate(ctx)
 
         eng_stats = time_host(lambda: model.forward(ids[ctx:], cache=cache, last_only=True), setup=rewind,
                               warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds)

@@ -101,18 +101,17 @@ def measure_point(model, ctx: int, backend: Backend, opts: Options, flops_per_s:
     why = _affordable(costs.prefill_flops(cfg, ctx), _temp_bytes(cfg, ctx, ctx), opts, flops_per_s, timed_runs)
     if why is None:
         def reset():
-            cache.length = 0
+            cache.truncate(0)
 
         prefill = backend.timer(lambda: model.forward(ids[:ctx], cache=cache, last_only=True), setup=reset,
                                 warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds)
-        cache.length = ctx
     else:
         skipped["prefill"] = why
         fill_cache_random(cache, ctx, xp, opts.seed + ctx)
 
     # decode with the cache: rewind to ctx before each step so every sample sees the same context
     def rewind():
-        cache.length = ctx
+        cache.truncate(ctx)
 
     step_ids = ids[ctx:]
     cached = backend.timer(lambda: model.forward(step_ids, cache=cache, last_only=True), setup=rewind,
