@@ -1,0 +1,56 @@
+"""embeddings: the groups are on the map, reader words get neighbours, unknown words an error."""
+import numpy as np
+import pytest
+
+from engine.corpus import SEMANTIC_GROUPS
+from lessons import registry
+from lessons.base import LessonInputError
+
+from lesson_checks import check_both_languages, check_describe, check_output
+
+
+def test_defaults_both_languages(course):
+    check_describe("embeddings")
+    check_both_languages("embeddings")
+
+
+def test_every_group_word_is_on_the_map(course):
+    out = check_output(registry.run("embeddings", {"words": ""}, "en"))
+    words = {r[0] for r in out["figures"][0]["table"]["rows"]}
+    for by_lang in SEMANTIC_GROUPS.values():
+        assert set(by_lang["en"]) | set(by_lang["zh-TW"]) <= words
+    assert out["tables"][0]["rows"] == []
+
+
+def test_neighbours_are_cosine_sorted(course):
+    model, tok = course
+    out = registry.run("embeddings", {"words": "king, 咖啡"}, "en")
+    rows = out["tables"][0]["rows"]
+    for w in ("king", "咖啡"):
+        sims = [r[3] for r in rows if r[0] == w]
+        assert len(sims) == 5 and sims == sorted(sims, reverse=True)
+        assert all(-1 <= s <= 1 for s in sims)
+    # independent check: for neighbours that are group words, recompute the cosine here
+    emb = np.asarray(model.embed, dtype=np.float64)
+
+    def vec(w):
+        return emb[tok.encode(w if "\u4e00" <= w[0] <= "\u9fff" else " " + w)].mean(axis=0)
+
+    group_words = {w for g in SEMANTIC_GROUPS.values() for ws in g.values() for w in ws}
+    for word, _, neighbour, sim in rows:
+        assert neighbour != word
+        if neighbour in group_words:
+            a, b = vec(word), vec(neighbour)
+            assert sim == pytest.approx(a @ b / np.linalg.norm(a) / np.linalg.norm(b), abs=1e-3)
+    # and no group word is closer to a reader's word than its reported first neighbour
+    for w in ("king", "咖啡"):
+        a = vec(w)
+        best = max(a @ vec(g) / np.linalg.norm(a) / np.linalg.norm(vec(g)) for g in group_words if g != w)
+        assert best <= next(r[3] for r in rows if r[0] == w) + 1e-3
+
+
+@pytest.mark.parametrize("words", ["鬱悶", "<img src=x onerror=alert(1)>", "a, b, c, d, e, f, g, h, i"])
+def test_unknown_or_too_many_words(course, words):
+    with pytest.raises(LessonInputError) as e:
+        registry.run("embeddings", {"words": words}, "en")
+    assert e.value.messages["zh-TW"] != e.value.messages["en"]

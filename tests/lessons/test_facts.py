@@ -1,0 +1,46 @@
+"""facts: every key the pages use, computed, formatted, the same in both languages."""
+import re
+
+from engine.shapes import MODEL_SHAPES
+from lessons.facts import facts
+
+REQUIRED = """course.vocab_size course.d_model course.n_layers course.n_heads course.n_kv_heads course.head_dim
+course.ffn_dim course.max_seq_len course.params course.weights_size course.kv_bytes_per_token course.kv_bytes_full
+llama3_8b.vocab_size llama3_8b.n_layers llama3_8b.d_model llama3_8b.n_heads llama3_8b.n_kv_heads llama3_8b.head_dim
+llama3_8b.ffn_dim llama3_8b.kv_bytes_per_token llama3_8b.kv_size_8k llama3_8b.kv_size_128k llama3_8b.weights_size_fp16
+llama3_70b.n_layers llama3_70b.d_model llama3_70b.n_kv_heads llama3_70b.kv_bytes_per_token llama3_70b.kv_size_128k
+gpt2.vocab_size gpt2.n_layers gpt2.d_model""".split()
+
+
+def test_all_keys_in_both_languages(course):
+    en, zh = facts("en"), facts("zh-TW")
+    assert set(REQUIRED) <= set(en) and set(en) == set(zh)
+    for k in REQUIRED:
+        assert en[k] and re.fullmatch(r"[\d,]+(\.\d)?( (B|KiB|MiB|GiB|TiB))?", en[k]), (k, en[k])
+
+
+def test_real_model_values_from_the_published_shapes(course):
+    f = facts("en")
+    s = MODEL_SHAPES["Llama 3 8B"]
+    assert f["llama3_8b.n_layers"] == str(s.n_layers) == "32"
+    assert f["llama3_8b.vocab_size"] == "128,256"
+    # 2 * 32 layers * 8 KV heads * 128 * 2 bytes = 131072 B; x 8192 tokens = 1 GiB; x 131072 = 16 GiB
+    assert f["llama3_8b.kv_bytes_per_token"] == "128 KiB"
+    assert f["llama3_8b.kv_size_8k"] == "1 GiB"
+    assert f["llama3_8b.kv_size_128k"] == "16 GiB"
+    # Llama 3 70B: 2 * 80 * 8 * 128 * 2 = 327680 B = 320 KiB; x 131072 = 40 GiB
+    assert f["llama3_70b.kv_bytes_per_token"] == "320 KiB"
+    assert f["llama3_70b.kv_size_128k"] == "40 GiB"
+    assert f["gpt2.d_model"] == "768"
+
+
+def test_course_values_match_the_model(course):
+    model, tok = course
+    c, f = model.config, facts("en")
+    assert f["course.vocab_size"] == f"{tok.vocab_size:,}"
+    assert f["course.n_layers"] == str(c.n_layers)
+    assert f["course.params"] == f"{sum(int(w.size) for w in model.weights.values()):,}"
+    per_token = 2 * c.n_layers * c.n_kv_heads * c.head_dim * c.dtype_bytes
+    cache = model.new_cache()
+    model.forward([1], cache=cache)
+    assert cache.bytes_used == per_token

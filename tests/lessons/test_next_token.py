@@ -1,0 +1,79 @@
+"""next_token: a real distribution, greedy at temperature 0, a loop the reader can step."""
+import numpy as np
+import pytest
+
+from lessons import registry
+from lessons.base import LessonInputError
+
+from lesson_checks import HOSTILE_TEXTS, check_both_languages, check_describe, check_output, run_json_ok
+
+
+def _bars(out):
+    rows = out["figures"][0]["table"]["rows"]
+    return rows
+
+
+def test_defaults_both_languages(course):
+    check_describe("next_token")
+    check_both_languages("next_token")
+
+
+@pytest.mark.parametrize("values", [{}, {"temperature": 2.0}, {"top_k": 3}, {"top_p": 0.3}, {"temperature": 0.3, "seed": 7}])
+def test_probabilities_are_a_distribution(course, values):
+    rows = _bars(check_output(registry.run("next_token", values, "en")))
+    model_p = [r[3] for r in rows]
+    after = [r[4] for r in rows]
+    assert all(0 <= p <= 1 for p in model_p + after)
+    assert sum(model_p) <= 1 + 1e-6 and sum(after) <= 1 + 1e-6
+    assert sum(r[5] != "" for r in rows) == 1  # exactly one chosen token
+    chosen = next(r for r in rows if r[5])
+    assert chosen[4] > 0  # a filtered-out token is never drawn
+    if values.get("top_k"):
+        assert sum(p > 0 for p in after) <= values["top_k"]
+
+
+def test_temperature_zero_picks_the_argmax(course):
+    model, tok = course
+    prompt = "The cat sat on the"
+    logits = np.asarray(model.forward(tok.encode(prompt)))[-1]
+    out = registry.run("next_token", {"prompt": prompt, "temperature": 0.0, "seed": 123}, "en")
+    chosen = next(r for r in _bars(out) if r[5])
+    assert chosen[2] == int(np.argmax(logits))
+    assert chosen[4] == 1.0
+
+
+def test_same_seed_same_token_and_append_continues(course):
+    a = registry.run("next_token", {"seed": 5}, "en")
+    b = registry.run("next_token", {"seed": 5}, "en")
+    assert a == b
+    if a["actions"] and a["actions"][0]["values"]["prompt"] != "The cat sat on the":
+        new = a["actions"][0]["values"]["prompt"]
+        assert new.startswith("The cat sat on the") and len(new) > len("The cat sat on the")
+        check_output(registry.run("next_token", {"prompt": new}, "en"))  # the loop steps on
+
+
+@pytest.mark.parametrize("text", [s for s in HOSTILE_TEXTS if s.strip() and len(s) <= 300])
+def test_hostile_prompts_are_data(course, text):
+    out = check_output(registry.run("next_token", {"prompt": text}, "en"))
+    assert "".join(c["text"] for c in out["tokens"]) or out["tokens"] == []
+
+
+@pytest.mark.parametrize("values", [{"prompt": ""}, {"prompt": "   "}, {"prompt": "a" * 301}, {"temperature": -1},
+                                    {"top_p": 0}, {"top_k": "many"}, {"seed": 1000}])
+def test_bad_input_is_a_bilingual_error(course, values):
+    with pytest.raises(LessonInputError):
+        registry.run("next_token", values, "en")
+    reply = run_json_ok("next_token", values, "zh-TW")
+    assert reply["ok"] is False and reply["error"]["message"]
+
+
+def test_prompt_longer_than_the_context_is_an_error(course):
+    model, tok = course
+    long_prompt = " cat" * (model.config.max_seq_len + 1)
+    if len(long_prompt) > 300:
+        long_prompt = "鬱" * 100  # 300 byte tokens in 100 characters
+    if len(tok.encode(long_prompt)) <= model.config.max_seq_len:
+        pytest.skip("the context window is longer than any prompt the text box allows")
+    with pytest.raises(LessonInputError) as e:
+        registry.run("next_token", {"prompt": long_prompt}, "en")
+    assert str(model.config.max_seq_len) in e.value.messages["en"]

@@ -1,0 +1,66 @@
+"""Time every lesson's default run in CPython, as the build does (not a test: prints numbers).
+
+    .venv/bin/python tools/bench_lessons.py            # both languages, 5 timed runs each
+    .venv/bin/python tools/bench_lessons.py --repeat 20 next_token kv_cache
+
+The first run of a lesson includes loading the course model (load_course_model's cache) and
+any per-lesson caches; the median of the later runs is what a reader waits for once warm.
+Goal from the brief: well under 200 ms per run in the browser; CPython here is a lower bound
+(Pyodide is typically a few times slower).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lessons import registry  # noqa: E402
+
+LESSONS = [n for n in registry.LESSONS if not n.startswith("bench")]
+
+
+def bench(name: str, lang: str, repeat: int) -> dict:
+    t0 = time.perf_counter()
+    first = json.loads(registry.run_json(name, "{}", lang))
+    cold = time.perf_counter() - t0
+    if not first["ok"]:
+        return {"lesson": name, "lang": lang, "error": first["error"]}
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        registry.run_json(name, "{}", lang)
+        times.append(time.perf_counter() - t0)
+    return {"lesson": name, "lang": lang, "cold_s": cold, "median_s": statistics.median(times),
+            "max_s": max(times), "runs": repeat}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("lessons", nargs="*", default=LESSONS)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
+    args = ap.parse_args()
+    import numpy
+
+    print(f"# CPython {platform.python_version()}, NumPy {numpy.__version__}, {platform.machine()}, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"{'lesson':<15}{'lang':<7}{'cold ms':>10}{'median ms':>11}{'max ms':>10}")
+    for name in args.lessons:
+        for lang in ("en", "zh-TW"):
+            r = bench(name, lang, args.repeat)
+            if args.json:
+                print(json.dumps(r, ensure_ascii=False))
+            elif "error" in r:
+                print(f"{name:<15}{lang:<7}  error: {r['error']['message']}")
+            else:
+                print(f"{name:<15}{lang:<7}{r['cold_s'] * 1e3:>10.1f}{r['median_s'] * 1e3:>11.1f}{r['max_s'] * 1e3:>10.1f}")
+
+
+if __name__ == "__main__":
+    main()
