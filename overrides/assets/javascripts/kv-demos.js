@@ -86,6 +86,7 @@
 
   function plot(div, figure) {
     div._kvFigure = figure;
+    div.dataset.kvRenders = String(Number(div.dataset.kvRenders || 0) + 1);
     return window.Plotly.react(div, figure.data || [], themed(figure.layout || {}), PLOT_CONFIG);
   }
 
@@ -353,6 +354,7 @@
       try {
         const { output, ms } = await getRuntime(this.cfg).run(this.lesson, values, this.lang, this.progress());
         this.render(output);
+        this.section.kvLastOutput = output; // the live answer, for tests comparing with CPython
         this.section.dataset.kvLiveRuns = String(Number(this.section.dataset.kvLiveRuns || 0) + 1);
         this.say(fill(this.s.live_done, { ms: Math.round(ms) }));
         delete this.status.dataset.detail;
@@ -361,6 +363,8 @@
         // Authors (and tests) can read what went wrong without a console.
         this.status.dataset.detail = String((err && err.message) || err);
       } finally {
+        // Finished attempts (answer or error): what tests and the benchmark wait on.
+        this.section.dataset.kvAttempts = String(Number(this.section.dataset.kvAttempts || 0) + 1);
         this.busy = false;
         this.section.removeAttribute("aria-busy");
         if (this.queued) { this.queued = null; this.runNow(); }

@@ -1,0 +1,226 @@
+"""The live path: Pyodide (from a local distribution) runs every demo in the browser.
+
+Needs KV_PYODIDE_DIST: a folder holding a Pyodide distribution with NumPy
+(pyodide.mjs, pyodide.asm.*, python_stdlib.zip, pyodide-lock.json and the NumPy wheel the
+lock file names; tools/pyodide_local.md says how to assemble one). The test answers the
+site's configured Pyodide index URL from that folder, so the built site is unchanged.
+
+Every demo gets one control changed; the figure must be recomputed in the browser, and
+what Pyodide computed must equal what CPython computes for the same values.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from demo_pages import WAIT_PLOTTED, WAIT_RUN, attempts, demo_pages, prefix_of, serve_pyodide, strings
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+
+# Lessons whose output holds measured timings: the browser's numbers cannot equal CPython's.
+MEASURED = {"bench_browser"}
+EVIL = "<img src=x onerror=alert(1)>"
+
+READ_VALUES = """(i) => {
+    const d = document.querySelectorAll(".kv-demo")[i], out = {};
+    for (const c of d.querySelectorAll("[data-kind]")) {
+        const k = c.dataset.kind;
+        out[c.name] = k === "slider" ? Number(c.value) : k === "checkbox" ? c.checked : c.value;
+    }
+    return out;
+}"""
+RENDERS = """(i) => [...document.querySelectorAll(".kv-demo")[i].querySelectorAll(".kv-plot")]
+    .map(p => Number(p.dataset.kvRenders || 0))"""
+
+
+@pytest.fixture(scope="module")
+def dist() -> Path:
+    path = os.environ.get("KV_PYODIDE_DIST")
+    if not path:
+        pytest.skip("KV_PYODIDE_DIST not set: point it at a local Pyodide distribution with NumPy "
+                    "(see tools/pyodide_local.md) to run the demos in the browser")
+    dist = Path(path)
+    missing = [n for n in ("pyodide.mjs", "pyodide-lock.json", "python_stdlib.zip") if not (dist / n).is_file()]
+    if missing:
+        pytest.fail(f"KV_PYODIDE_DIST={path} lacks {', '.join(missing)}")
+    return dist
+
+
+@pytest.fixture(scope="module")
+def pages(built_site):
+    found = demo_pages(built_site)
+    if not found:
+        pytest.skip("the built site has no demos yet (no page embeds a ```kv-demo block)")
+    return found
+
+
+def _close(a, b, where="") -> None:
+    """a == b, numbers to float32 precision (Pyodide's NumPy has no BLAS of its own)."""
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        if isinstance(a, dict) and isinstance(b, dict):
+            assert a.keys() == b.keys(), where
+            for k in a:
+                _close(a[k], b[k], f"{where}.{k}")
+        elif isinstance(a, list) and isinstance(b, list):
+            assert len(a) == len(b), where
+            for i, (x, y) in enumerate(zip(a, b)):
+                _close(x, y, f"{where}[{i}]")
+        else:
+            assert a == b, where
+        return
+    assert math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6), f"{where}: {a} != {b}"
+
+
+def _change_a_control(page, i: int) -> str:
+    """Change one control of demo ``i`` as a reader would; returns what was changed."""
+    demo = page.locator(".kv-demo").nth(i)
+    slider = demo.locator('input[type="range"]')
+    if slider.count():
+        s = slider.first
+        s.focus()
+        page.keyboard.press("Home" if s.input_value() == s.get_attribute("max") else "End")
+        # End is often the most expensive setting; step back once so each run stays quick.
+        if s.input_value() == s.get_attribute("max"):
+            page.keyboard.press("ArrowLeft")
+        return f"slider {s.get_attribute('name')}={s.input_value()}"
+    select = demo.locator("select")
+    if select.count():
+        sel = select.first
+        options = sel.locator("option").evaluate_all("os => os.map(o => o.value)")
+        other = next(v for v in options if v != sel.input_value())
+        sel.select_option(other)
+        return f"select {sel.get_attribute('name')}={other}"
+    box = demo.locator('input[type="checkbox"]')
+    if box.count():
+        box.first.click()
+        return f"checkbox {box.first.get_attribute('name')}"
+    text = demo.locator('input[type="text"]').first
+    text.focus()
+    page.keyboard.press("End")
+    page.keyboard.type(" the")
+    return f"text {text.get_attribute('name')}"
+
+
+def _live_run(page, i: int, before: int) -> None:
+    page.wait_for_function(WAIT_RUN, arg=[i, before], timeout=180_000)
+
+
+def test_every_demo_recomputes_live_and_agrees_with_cpython(browser, site_server, pages, dist):
+    from lessons import registry
+
+    english = [p for p in pages if p.lang == "en"]
+    context = browser.new_context()
+    served = serve_pyodide(context, english[0].runtime["pyodide"]["indexURL"], dist)
+    errors: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        for p in english:
+            page.goto(site_server + p.path)
+            page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+            for i, lesson in enumerate(p.lessons):
+                before = page.evaluate(RENDERS, i)
+                n = attempts(page, i)
+                changed = _change_a_control(page, i)
+                _live_run(page, i, n)
+                where = f"{p.path} demo {i} ({lesson}, {changed})"
+                status = page.locator(".kv-demo__status").nth(i)
+                assert "kv-demo__status--error" not in (status.get_attribute("class") or ""), (
+                    where, status.text_content(), status.get_attribute("data-detail"))
+                assert status.text_content().startswith(prefix_of(strings("en")["live_done"])), where
+                after = page.evaluate(RENDERS, i)
+                assert len(after) >= len(before) and all(a > b for a, b in zip(after, before)), where
+                # What Pyodide computed equals what CPython computes for the same values.
+                values = page.evaluate(READ_VALUES, i)
+                live = page.locator(".kv-demo").nth(i).evaluate("d => d.kvLastOutput")
+                here = json.loads(json.dumps(registry.run(lesson, values, "en")))
+                assert [f["key"] for f in live["figures"]] == [f["key"] for f in here["figures"]], where
+                if lesson not in MEASURED:
+                    for lf, hf in zip(live["figures"], here["figures"]):
+                        _close(lf["figure"]["data"], hf["figure"]["data"], f"{where} {lf['key']}")
+        assert "pyodide.mjs" in served and any(n.startswith("numpy-") for n in served)
+        assert errors == []
+    finally:
+        context.close()
+
+
+def test_reader_text_is_text_and_errors_recover(browser, site_server, pages, dist):
+    """In zh-TW: HTML typed into a text box comes back as characters; an out-of-range value
+    gets the lesson's message in the reader's language; the next good value works again."""
+    zh = [p for p in pages if p.lang == "zh-TW"]
+    if not zh:
+        pytest.skip("no zh-TW page with a demo")
+    context = browser.new_context()
+    serve_pyodide(context, zh[0].runtime["pyodide"]["indexURL"], dist)
+    dialogs: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        typed = False
+        for p in zh:
+            page.goto(site_server + p.path)
+            page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+            for i in range(len(p.lessons)):
+                demo = page.locator(".kv-demo").nth(i)
+                text = demo.locator('input[type="text"]')
+                if not typed and text.count():
+                    n = attempts(page, i)
+                    text.first.fill(EVIL)
+                    _live_run(page, i, n)
+                    assert demo.locator("img").count() == 0
+                    typed = True
+                slider = demo.locator('input[type="range"]')
+                if slider.count():
+                    s = slider.first
+                    good = s.input_value()
+                    n = attempts(page, i)
+                    # A value no reader can pick with the widget, as a tampered page could send.
+                    s.evaluate("(el) => { el.max = String(Number(el.max) * 10 + 10); el.value = el.max;"
+                               " el.dispatchEvent(new Event('input', {bubbles: true})); }")
+                    _live_run(page, i, n)
+                    status = page.locator(".kv-demo__status").nth(i)
+                    assert status.text_content().startswith(prefix_of(strings("zh-TW")["error_demo"])), status.text_content()
+                    s.evaluate("(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }", good)
+                    _live_run(page, i, n + 1)
+                    assert status.text_content().startswith(prefix_of(strings("zh-TW")["live_done"])), status.text_content()
+                    assert "kv-demo__status--error" not in status.get_attribute("class")
+                    assert dialogs == []
+                    return
+        pytest.skip("no zh-TW demo has a slider")
+    finally:
+        context.close()
+
+
+def test_a_runaway_computation_is_stopped_with_a_message(browser, site_server, pages, dist):
+    """With a 1 ms run timeout (the page's config rewritten in flight) every run is cut off:
+    the worker is terminated and the reader is told, in the page's language."""
+    p = next(p for p in pages if p.lang == "en")
+    context = browser.new_context()
+    serve_pyodide(context, p.runtime["pyodide"]["indexURL"], dist)
+
+    def tighten(route):
+        html = route.fetch().text()
+        route.fulfill(body=html.replace('"runTimeoutMs":', '"runTimeoutMs":1,"was":'),
+                      headers={"content-type": "text/html; charset=utf-8"})
+
+    context.route(site_server + p.path, tighten)
+    try:
+        page = context.new_page()
+        page.goto(site_server + p.path)
+        page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+        page.locator(".kv-demo__run").first.click()
+        _live_run(page, 0, 0)
+        status = page.locator(".kv-demo__status").first
+        assert status.text_content().startswith(prefix_of(strings("en")["error_timeout"])), status.text_content()
+        assert page.locator(".kv-demo .kv-plot.js-plotly-plot svg.main-svg").count() >= p.figures
+    finally:
+        context.close()
