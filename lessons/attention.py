@@ -104,7 +104,7 @@ def run(values: dict, lang: str) -> dict:
         t({"en": (f"The course model has {model.config.n_heads} query heads sharing {model.config.n_kv_heads} key/value heads "
                   f"(grouped-query attention); keys and values are what the KV cache keeps."),
            "zh-TW": (f"課程模型有 {model.config.n_heads} 個查詢頭，共用 {model.config.n_kv_heads} 個鍵／值頭"
-                     f"（分組查詢注意力）；鍵與值就是 KV 快取保存的內容。")}, lang),
+                     f"（分組查詢注意力）；鍵與值就是 KV 快取儲存的內容。")}, lang),
     ]
     if values["head"] == MEAN:
         notes.append(t({"en": "“Mean of all heads” averages the weights (and the scores) over the heads.",

@@ -33,10 +33,10 @@ CONTROLS = (
     select("dtype", {"en": "Number format", "zh-TW": "數值格式"}, "fp16",
            [(k, label) for k, (_, label) in DTYPES.items()],
            help={"en": "Bytes used to store each cached number.",
-                 "zh-TW": "快取中每個數字占用的位元組數。"}),
+                 "zh-TW": "快取中每個數字佔用的位元組數。"}),
     slider("context", {"en": "Context length (tokens)", "zh-TW": "上下文長度（token 數）"}, 8192, 1024, MAX_CONTEXT, 1024,
            help={"en": "Tokens held in the cache for one sequence (up to 128K).",
-                 "zh-TW": "一個序列在快取中保存的 token 數（最多 128K）。"}),
+                 "zh-TW": "一個序列在快取中儲存的 token 數（最多 128K）。"}),
     slider("batch", {"en": "Batch (sequences at once)", "zh-TW": "批次（同時處理的序列數）"}, 1, 1, 64, 1,
            help={"en": "Each sequence in a batch has its own cache.",
                  "zh-TW": "批次中的每個序列都有自己的快取。"}),
@@ -105,7 +105,7 @@ def run(values: dict, lang: str) -> dict:
            "zh-TW": f"以 {dtype_label['zh-TW']} 儲存時，每多一個 token，每個序列就多 {fmt_bytes(per_token)}。"}, lang),
         t({"en": (f"The weights ({fmt_int(params)} parameters) take {fmt_bytes(weights)} in the same format; "
                   f"the cache is {total / weights:.1%} of that."),
-           "zh-TW": (f"同樣格式下，權重（{fmt_int(params)} 個參數）占 {fmt_bytes(weights)}；"
+           "zh-TW": (f"同樣格式下，權重（共 {fmt_int(params)} 個數值）佔 {fmt_bytes(weights)}；"
                      f"快取是它的 {total / weights:.1%}。")}, lang),
     ]
     if shape.n_kv_heads < shape.n_heads:

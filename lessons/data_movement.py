@@ -161,7 +161,7 @@ def run(values: dict, lang: str) -> dict:
                      f"變化 {grow_b:+.0%}，FLOP 變化 {grow_f:+.0%}。")}, lang),
         t({"en": (f"Energy estimate with the 45 nm figures (32-bit words): reading those bytes from DRAM ≈ {e_dram:.3g} J, "
                   f"the multiply-adds ≈ {e_math:.3g} J — moving data costs {e_dram / e_math:,.0f}× the arithmetic."),
-           "zh-TW": (f"以 45 奈米數據（32 位元字組）估算：從 DRAM 讀這些位元組約 {e_dram:.3g} 焦耳，"
+           "zh-TW": (f"以 45 奈米數值（32 位元字組）估算：從 DRAM 讀這些位元組約 {e_dram:.3g} 焦耳，"
                      f"乘加運算約 {e_math:.3g} 焦耳——搬資料的耗能是運算的 {e_dram / e_math:,.0f} 倍。")}, lang),
         t({"en": (f"One 32-bit DRAM read costs {_PJ['dram'] / _PJ['add']:,.0f}× a 32-bit float add. "
                   f"Source: {ENERGY_SOURCE['en']}"),

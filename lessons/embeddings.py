@@ -153,7 +153,7 @@ def run(values: dict, lang: str) -> dict:
         t({"en": (f"Each word is the mean of its tokens' embedding rows ({model.config.d_model} numbers). "
                   f"The two axes keep {explained:.0%} of the spread of the group words."),
            "zh-TW": (f"每個詞是它各 token 嵌入列的平均（{model.config.d_model} 個數字）。"
-                     f"兩條軸保留了類別詞 {explained:.0%} 的分布變化。")}, lang),
+                     f"兩條軸保留了類別詞 {explained:.0%} 的分佈變化。")}, lang),
         t({"en": (f"Average cosine similarity: {cos[same].mean():.2f} between words of the same group, "
                   f"{cos[diff].mean() + 0.0:.2f} between groups."),
            "zh-TW": f"平均餘弦相似度：同類別的詞之間 {cos[same].mean():.2f}，不同類別之間 {cos[diff].mean() + 0.0:.2f}。"}, lang),

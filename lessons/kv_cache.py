@@ -125,7 +125,7 @@ def run(values: dict, lang: str) -> dict:
                     "兩種做法在這裡選了不同的 token（捨入誤差造成的平手）；運算量的比較仍然成立。")}, lang),
         t({"en": (f"The cache now holds {cached[-1].cache_tokens} tokens: {fmt_bytes(cached[-1].cache_bytes)} in {L} layers, "
                   f"{fmt_bytes(cached[-1].cache_bytes // max(cached[-1].cache_tokens, 1))} per token."),
-           "zh-TW": (f"快取現在保存 {cached[-1].cache_tokens} 個 token：{L} 層共 {fmt_bytes(cached[-1].cache_bytes)}，"
+           "zh-TW": (f"快取現在儲存 {cached[-1].cache_tokens} 個 token：{L} 層共 {fmt_bytes(cached[-1].cache_bytes)}，"
                      f"每個 token {fmt_bytes(cached[-1].cache_bytes // max(cached[-1].cache_tokens, 1))}。")}, lang),
         t({"en": (f"Decode steps in total: {fmt_si(decode_c, 'FLOP')} with the cache vs {fmt_si(decode_n, 'FLOP')} without "
                   f"({decode_n / decode_c:.1f}×); time {fmt_seconds(sec_c)} vs {fmt_seconds(sec_n)}, {where}."),

@@ -52,7 +52,7 @@ def run(values: dict, lang: str) -> dict:
              "colorbar": {"title": {"text": norm_lbl}},
              "customdata": [[pieces[p] for p in pos] for _ in range(L)],
              "hovertemplate": f"%{{y}} · %{{customdata}}<br>{norm_lbl}: %{{z:.3g}}<extra></extra>"}]
-    title1 = t({"en": "Every layer keeps its own K/V notes for every token", "zh-TW": "每一層都為每個 token 保存自己的 K/V 筆記"}, lang)
+    title1 = t({"en": "Every layer keeps its own K/V notes for every token", "zh-TW": "每一層都為每個 token 儲存自己的 K/V 筆記"}, lang)
     lay1 = layout(title1, pos_lbl, t({"en": "layer", "zh-TW": "層"}, lang),
                   xaxis={"tickmode": "array", "tickvals": pos, "ticktext": [show_piece(p) for p in pieces],
                          "tickangle": -45 if T > 8 else 0},
@@ -99,7 +99,7 @@ def run(values: dict, lang: str) -> dict:
     notes = [
         t({"en": (f"{L} layers, each with its own cache: after {T} tokens each layer holds {fmt_bytes(per_layer[-1][0])} "
                   f"({fmt_bytes(per_token)} per token), {fmt_bytes(cache.bytes_used)} in all."),
-           "zh-TW": (f"{L} 層，每層各有自己的快取：讀完 {T} 個 token 後，每層保存 {fmt_bytes(per_layer[-1][0])}"
+           "zh-TW": (f"{L} 層，每層各有自己的快取：讀完 {T} 個 token 後，每層儲存 {fmt_bytes(per_layer[-1][0])}"
                      f"（每個 token {fmt_bytes(per_token)}），合計 {fmt_bytes(cache.bytes_used)}。")}, lang),
         t({"en": (f"Logit lens: the newest token's vector, read with the model's final norm and output head after each layer. "
                   f"The embedding alone guesses “{top1_pieces[0]}”; after the last layer the model says “{final_piece}”."),

@@ -21,7 +21,7 @@ CONTROLS = (
     prompt_control(DEFAULT_PROMPT),
     slider("temperature", {"en": "Temperature", "zh-TW": "溫度"}, 0.8, 0.0, 2.0, 0.05,
            help={"en": "0 always takes the most likely token; higher values flatten the odds.",
-                 "zh-TW": "0 永遠選最可能的 token；數值越高，機率分布越平。"}),
+                 "zh-TW": "0 永遠選最可能的 token；數值越高，機率分佈越平。"}),
     slider("top_k", {"en": "Top-k (0 = off)", "zh-TW": "Top-k（0 = 關閉）"}, 0, 0, 50, 1,
            help={"en": "Keep only the k most likely tokens.", "zh-TW": "只保留最可能的 k 個 token。"}),
     slider("top_p", {"en": "Top-p (1 = off)", "zh-TW": "Top-p（1 = 關閉）"}, 1.0, 0.05, 1.0, 0.05,

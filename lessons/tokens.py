@@ -22,7 +22,7 @@ PAIRS = {
     "weather": ("The weather is really nice today.", "今天天氣真好。"),
     "tea": ("I would like a cup of milk tea with pearls, please.", "請給我一杯珍珠奶茶。"),
     "king": ("The king and the queen walked into the castle.", "國王和女王走進了城堡。"),
-    "cache": ("The KV cache keeps the notes of earlier tokens.", "KV 快取保存先前 token 的筆記。"),
+    "cache": ("The KV cache keeps the notes of earlier tokens.", "KV 快取儲存先前 token 的筆記。"),
 }
 PAIR_LABELS = {
     "cat": {"en": "The cat sat on the mat", "zh-TW": "貓坐在墊子上"},
@@ -121,7 +121,7 @@ def run(values: dict, lang: str) -> dict:
         t({"en": f"English: {ce} characters → {te} tokens. Chinese: {cz} characters → {tz} tokens. "
                  f"Each Chinese character is 3 UTF-8 bytes; the course tokenizer makes a common one a single token.",
            "zh-TW": f"英文：{ce} 個字元 → {te} 個 token。中文：{cz} 個字元 → {tz} 個 token。"
-                    f"每個中文字在 UTF-8 中占 3 個位元組；課程分詞器把常見的字合成一個 token。"}, lang),
+                    f"每個中文字在 UTF-8 中佔 3 個位元組；課程分詞器把常見的字合成一個 token。"}, lang),
     ]
     n_split = sum(split)
     if n_split:
