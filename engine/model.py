@@ -262,7 +262,7 @@ class Transformer:
                 w = rng.standard_normal(shape, dtype=np.float32) * np.float32(shape[0] ** -0.5)
                 if name.endswith(("wo", "w_down")):
                     w *= np.float32(out_scale)
-            weights[name] = w
+            weights[name] = w.astype(config.dtype, copy=False)  # keeps peak memory low for big shapes
         return cls(config, weights, xp=xp)
 
     def new_cache(self, max_len: int | None = None) -> KVCache:
