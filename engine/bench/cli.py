@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "or a measured copy bandwidth on a CPU)")
     p.add_argument("--threads", type=int, default=1,
                    help="CPU threads for NumPy/BLAS and PyTorch (default 1; 0 leaves them alone)")
+    p.add_argument("--deadline-s", type=float, default=None,
+                   help="start no new measurement after this many seconds (the file notes what is missing)")
     p.add_argument("--no-compare", action="store_true", help="skip the Hugging Face transformers comparison")
     p.add_argument("--out", type=Path, default=None,
                    help="results file (default engine/bench/results/<cpu|gpu>-<backend>-<device>.json)")
@@ -87,6 +89,7 @@ def options_from_args(args: argparse.Namespace, argv: list[str]) -> Options:
         llama_layers=args.llama_layers,
         peak_bw_gbs=args.peak_bw_gbs,
         compare=not args.no_compare,
+        deadline_s=args.deadline_s,
         argv=list(argv),
     )
 

@@ -42,6 +42,7 @@ class Options:
     compare: bool = True                       # the transformers comparison, when installed
     seed: int = 0
     threads: int | None = None                 # CPU threads pinned (for PyTorch too)
+    deadline_s: float | None = None            # stop starting new measurements after this long
     argv: list[str] = field(default_factory=list)
 
 
@@ -162,7 +163,7 @@ def config_json(cfg) -> dict:
 
 
 def run_shape(shape: shapes.BenchShape, dtype: str, backend: Backend, opts: Options, flops_per_s: float,
-              peak_bw: float, log=print) -> tuple[dict, object]:
+              peak_bw: float, log=print, out_of_time=lambda: False) -> tuple[dict, object]:
     """Sweep one shape in one dtype; returns (run JSON, the model, for the comparison)."""
     t0 = time.perf_counter()
     model = shape.make(dtype, backend.xp, max(shape.contexts))
@@ -172,6 +173,9 @@ def run_shape(shape: shapes.BenchShape, dtype: str, backend: Backend, opts: Opti
     log(f"[{shape.key} {dtype}] weights ready in {time.perf_counter() - t0:.1f} s")
     points = []
     for ctx in shape.contexts:
+        if points and out_of_time():
+            log(f"[{shape.key} {dtype}] deadline reached: contexts from {ctx} on are not measured")
+            break
         p = measure_point(model, ctx, backend, opts, flops_per_s, peak_bw)
         log(f"[{shape.key} {dtype}] context {ctx}: cached {p['decode_cached']['median_s'] * 1e3:.3f} ms"
             + (f", uncached {p['decode_uncached']['median_s'] * 1e3:.3f} ms" if p["decode_uncached"] else ""))
@@ -213,6 +217,10 @@ def run_benchmark(opts: Options, backend: Backend | None = None, threads: dict |
         f"matmul {peak_flops['flops'] / 1e9:.1f} GFLOP/s {main_dtype} (measured)")
 
     runs, notes, comparisons = [], [], []
+
+    def out_of_time() -> bool:
+        return opts.deadline_s is not None and time.perf_counter() - started > opts.deadline_s
+
     if backend.name == "numpy" and "float16" not in dtypes:
         notes.append("float16 is not in this CPU run: NumPy has no BLAS for float16, so it would time "
                      "NumPy's fallback loops rather than memory traffic (pass --dtypes float16 to see it).")
@@ -220,9 +228,17 @@ def run_benchmark(opts: Options, backend: Backend | None = None, threads: dict |
         for dt in dtypes:
             if dt not in shape.dtypes:
                 continue
-            run, model = run_shape(shape, dt, backend, opts, flops_by_dtype[dt]["flops"], peak_bw["value"], log=log)
+            if runs and out_of_time():  # the first run always gets its first point
+                notes.append(f"Deadline of {opts.deadline_s:g} s reached: {shape.key} {dt} was not measured.")
+                continue
+            n_before = len(shape.contexts)
+            run, model = run_shape(shape, dt, backend, opts, flops_by_dtype[dt]["flops"], peak_bw["value"], log=log,
+                                   out_of_time=out_of_time)
+            if len(run["points"]) < n_before:
+                notes.append(f"Deadline of {opts.deadline_s:g} s reached: {shape.key} {dt} stops at context "
+                             f"{run['points'][-1]['context']}.")
             runs.append(run)
-            if opts.compare and shape.key in ("course", "gpt2-small"):
+            if opts.compare and not out_of_time() and shape.key in ("course", "gpt2-small"):
                 from engine.bench import compare
 
                 try:

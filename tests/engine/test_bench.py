@@ -177,3 +177,35 @@ def test_transformers_comparison_computes_the_same_step():
     assert note is None  # a logit mismatch would come back as a note, not a ratio
     assert [c["context"] for c in found] == [8, 16]
     assert all(c["ratio"] == pytest.approx(c["transformers"]["median_s"] / c["engine"]["median_s"]) for c in found)
+
+
+def test_deadline_keeps_what_was_measured_and_says_what_was_not():
+    doc = run_benchmark(Options(**{**TINY, "contexts": (8, 16, 32)}, deadline_s=0.0), log=lambda m: None)
+    schema.validate(doc)
+    assert [p["context"] for p in doc["runs"][0]["points"]] == [8]
+    assert any("Deadline" in n and "stops at context 8" in n for n in doc["notes"])
+
+
+def test_cuda_event_timer_reads_event_pairs_in_seconds(monkeypatch):
+    """time_cuda against a stand-in for cupy.cuda whose events read a host clock."""
+    import time
+    import types
+
+    from engine.bench.timing import time_cuda
+
+    class Event:
+        def record(self, stream=None):
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+    class Stream:
+        def synchronize(self):
+            pass
+
+    cuda = types.SimpleNamespace(Event=Event, get_current_stream=Stream,
+                                 get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3)  # milliseconds, like CUDA
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    stats = time_cuda(lambda: time.sleep(0.01), warmup=1, repeats=3)
+    assert stats.n == 3 and 0.009 < stats.median < 0.05
