@@ -61,6 +61,11 @@ def _grid(context: int, n: int = 40) -> list[int]:
     return sorted({round(context * i / n) for i in range(n + 1)})
 
 
+def _log_grid(context: int, n: int = 30) -> list[int]:
+    """1 .. context, evenly spaced on a log axis (integers, no repeats)."""
+    return sorted({max(1, round(context ** (i / n))) for i in range(n + 1)})
+
+
 def run(values: dict, lang: str) -> dict:
     cfg = model_options.config_for(values["model"])
     name = model_options.label(values["model"], lang)
@@ -107,23 +112,34 @@ def run(values: dict, lang: str) -> dict:
     fig1 = figure("bytes_flops", title1, data, lay1, cols1, table1)
 
     # ------------------------------------------------------------------ figure 2: intensity vs ridges
-    intensity = [f / (w + kv) for f, w, kv in rows]
-    lbl_i = t({"en": "decode intensity", "zh-TW": "解碼運算強度"}, lang)
-    data2 = [{"type": "scatter", "mode": "lines", "name": lbl_i, "x": xs, "y": floats(intensity),
-              "line": {"color": COLORS["vermillion"], "width": 3},
-              "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.3g}} FLOP/B<extra></extra>"}]
+    # The chosen model and the course model side by side, on a log axis of context lengths.
+    series = [(values["model"], cfg, nbytes, context, COLORS["vermillion"])]
+    if values["model"] != model_options.COURSE:
+        course_cfg = model_options.config_for(model_options.COURSE)
+        series.append((model_options.COURSE, course_cfg, course_cfg.dtype_bytes,
+                       min(context, course_cfg.max_seq_len - 1), COLORS["blue"]))
+    data2, table2 = [], []
+    for key, cfg_s, nb, ctx, color in series:
+        xs2 = _log_grid(ctx)
+        ys2 = [f / (w + kv) for f, w, kv in (step_costs(cfg_s, x, batch, nb) for x in xs2)]
+        lbl_i = t({"en": f"decode: {model_options.label(key, 'en')}", "zh-TW": f"解碼：{model_options.label(key, 'zh-TW')}"}, lang)
+        data2.append({"type": "scatter", "mode": "lines", "name": lbl_i, "x": xs2, "y": floats(ys2),
+                      "line": {"color": color, "width": 3},
+                      "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.3g}} FLOP/B<extra>{lbl_i}</extra>"})
+        table2 += [[lbl_i, x, float(f"{i:.4g}")] for x, i in zip(xs2, ys2)]
+    ridge_x = [1, context]
     for dev, color in zip(DEVICES.values(), (COLORS["sky"], COLORS["purple"], COLORS["grey"])):
         ridge_name = t({"en": f"ridge: {dev.name['en']}", "zh-TW": f"脊點：{dev.name['zh-TW']}"}, lang)
-        data2.append({"type": "scatter", "mode": "lines", "name": ridge_name, "x": [xs[0], xs[-1]],
+        data2.append({"type": "scatter", "mode": "lines", "name": ridge_name, "x": ridge_x,
                       "y": floats([dev.ridge] * 2), "line": {"color": color, "dash": "dot"},
                       "hovertemplate": f"%{{y:.3g}} FLOP/B<extra>{ridge_name}</extra>"})
     title2 = t({"en": "Arithmetic intensity of decode vs the devices' ridge points",
                 "zh-TW": "解碼的運算強度與各裝置的脊點"}, lang)
-    lay2 = layout(title2, tokens, t({"en": "FLOP per byte (log)", "zh-TW": "每位元組 FLOP（對數）"}, lang),
-                  yaxis={"type": "log"})
+    lay2 = layout(title2, t({"en": "tokens in context (log)", "zh-TW": "上下文 token 數（對數）"}, lang),
+                  t({"en": "FLOP per byte (log)", "zh-TW": "每位元組 FLOP（對數）"}, lang),
+                  xaxis={"type": "log"}, yaxis={"type": "log"})
     cols2 = [t({"en": "series", "zh-TW": "數列"}, lang), t({"en": "tokens in context", "zh-TW": "上下文 token 數"}, lang),
              t({"en": "FLOP per byte", "zh-TW": "每位元組 FLOP"}, lang)]
-    table2 = [[lbl_i, x, float(f"{i:.4g}")] for x, i in zip(xs, intensity)]
     table2 += [[t({"en": f"ridge: {d.name['en']}", "zh-TW": f"脊點：{d.name['zh-TW']}"}, lang), "", float(f"{d.ridge:.4g}")]
                for d in DEVICES.values()]
     fig2 = figure("intensity", title2, data2, lay2, cols2, table2)

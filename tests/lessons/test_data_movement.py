@@ -5,12 +5,12 @@ from lessons import registry
 from lesson_checks import check_both_languages, check_describe
 
 
-def test_defaults_both_languages():
+def test_defaults_both_languages(course):
     check_describe("data_movement")
     check_both_languages("data_movement")
 
 
-def test_cache_bytes_follow_the_formula_and_grow():
+def test_cache_bytes_follow_the_formula_and_grow(course):
     s = MODEL_SHAPES["Llama 3 8B"]
     out = registry.run("data_movement", {"model": "Llama 3 8B", "context": 4096, "batch": 2}, "en")
     rows = out["figures"][0]["table"]["rows"]
@@ -23,9 +23,10 @@ def test_cache_bytes_follow_the_formula_and_grow():
     # intensity stays far below any listed ridge
     intensity = out["figures"][1]["table"]["rows"]
     assert max(r[2] for r in intensity if r[1] != "") < 10
+    assert {r[0] for r in intensity if r[1] != ""} == {"decode: Llama 3 8B", "decode: Course model (this site)"}
 
 
-def test_energy_table_is_horowitz():
+def test_energy_table_is_horowitz(course):
     out = registry.run("data_movement", {}, "en")
     energy = {r[0]: r[1] for r in out["figures"][2]["table"]["rows"]}
     assert energy["32-bit read, DRAM"] == 640.0
@@ -35,7 +36,7 @@ def test_energy_table_is_horowitz():
     assert any("Horowitz" in n for n in out["notes"])
 
 
-def test_batch_raises_intensity():
+def test_batch_raises_intensity(course):
     lo = registry.run("data_movement", {"batch": 1}, "en")["figures"][0]["table"]["rows"][-1][4]
     hi = registry.run("data_movement", {"batch": 64}, "en")["figures"][0]["table"]["rows"][-1][4]
     assert hi > lo

@@ -9,7 +9,7 @@ from lessons.base import LANGS
 from lesson_checks import HOSTILE_TEXTS, check_output
 
 LESSONS = [n for n in registry.LESSONS if not n.startswith("bench")]
-MODEL_FREE = {"cache_size", "roofline", "data_movement", "tokens"}
+MODEL_FREE = {"cache_size", "roofline", "tokens"}
 
 
 def _needs(name, request):
