@@ -97,6 +97,8 @@ class Generator:
             if not prompt:
                 raise ValueError("the prompt is empty; type at least one character")
             ids = list(self.tokenizer.encode(prompt))
+            if ids:  # a tokenizer with more ids than the model has is a setup error: say so now
+                ids = check_ids(ids, self.model.config.vocab_size).tolist()
         elif isinstance(prompt, (list, tuple, np.ndarray)):
             if len(prompt) == 0:
                 raise ValueError("the prompt is empty (no tokens); give at least one token")
