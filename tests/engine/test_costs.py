@@ -1,4 +1,5 @@
 """Analytic costs: a 1-layer model counted by hand, the engine's real cache, published sizes."""
+import numpy as np
 import pytest
 
 from engine import Config, KVCache, Transformer
@@ -100,3 +101,65 @@ def test_shapes_build_engine_configs():
     assert (gpt2.vocab_size, gpt2.n_layers, gpt2.d_model, gpt2.max_seq_len) == (50257, 12, 768, 1024)
     with pytest.raises(ValueError, match="unknown model shape"):
         config_from_shape("Llama 9")
+
+
+# --------------------------------------------------------------------------- counted, not derived
+
+
+class Counted(np.ndarray):
+    """Test-only ndarray that adds 2*m*n*k (times the batch) to a tally at every matmul."""
+
+    flops = 0
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if ufunc is np.matmul and method == "__call__":
+            a, b = (np.shape(x) for x in inputs)
+            batch = int(np.prod(np.broadcast_shapes(a[:-2], b[:-2]), dtype=np.int64))
+            Counted.flops += 2 * batch * a[-2] * a[-1] * b[-1]
+        plain = [x.view(np.ndarray) if isinstance(x, Counted) else x for x in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, Counted) else o for o in kwargs["out"])
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        return result.view(Counted) if isinstance(result, np.ndarray) else result
+
+
+class CountingXP:
+    """An array namespace that is NumPy except that arrays it makes count their matmuls."""
+
+    __name__ = "numpy-counting"
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    def asarray(self, a, dtype=None):
+        return np.asarray(a, dtype=dtype).view(Counted)
+
+    def zeros(self, shape, dtype=None):
+        return np.zeros(shape, dtype=dtype).view(Counted)
+
+
+@pytest.mark.parametrize("cfg", [
+    TINY,
+    Config(vocab_size=37, d_model=24, n_layers=3, n_heads=6, n_kv_heads=2, ffn_dim=40, max_seq_len=20),
+    Config(vocab_size=19, d_model=16, n_layers=2, n_heads=4, n_kv_heads=4, ffn_dim=8, max_seq_len=20),
+])
+def test_flops_equal_the_matmuls_the_engine_really_does(cfg):
+    model = Transformer.random(cfg, seed=0, xp=CountingXP())
+    ids = [i % cfg.vocab_size for i in range(12)]
+
+    Counted.flops = 0
+    model.forward(ids, last_only=True)
+    assert Counted.flops == prefill_flops(cfg, 12)
+    Counted.flops = 0
+    model.forward(ids)
+    assert Counted.flops == prefill_flops(cfg, 12, all_logits=True)
+
+    cache = model.new_cache()
+    model.forward(ids[:5], cache=cache, last_only=True)
+    for ctx in range(5, 12):
+        Counted.flops = 0
+        model.forward([ids[ctx]], cache=cache, last_only=True)
+        assert Counted.flops == decode_step_flops(cfg, ctx, use_cache=True)
+        Counted.flops = 0
+        model.forward(ids[: ctx + 1], last_only=True)
+        assert Counted.flops == decode_step_flops(cfg, ctx, use_cache=False)
