@@ -163,3 +163,16 @@ def test_flops_equal_the_matmuls_the_engine_really_does(cfg):
         Counted.flops = 0
         model.forward(ids[: ctx + 1], last_only=True)
         assert Counted.flops == decode_step_flops(cfg, ctx, use_cache=False)
+
+
+def test_bytes_are_the_engines_weights_plus_its_cache_traffic():
+    cfg = Config(vocab_size=37, d_model=24, n_layers=3, n_heads=6, n_kv_heads=2, ffn_dim=40, max_seq_len=20)
+    model = Transformer.random(cfg, seed=0)
+    row = cfg.d_model * 4  # one embedding row, float32
+    weights_read = model.weight_bytes - model.weights["embed"].nbytes + row
+    cache = model.new_cache()
+    model.forward([1, 2, 3, 4], cache=cache)
+    model.forward([5], cache=cache)  # step at context 4: reads 5 positions, writes 1
+    assert decode_step_bytes(cfg, 4, True) == weights_read + cache.bytes_used + cache.bytes_per_token
+    # without a cache: 5 embedding rows, and K/V of 5 positions written then read
+    assert decode_step_bytes(cfg, 4, False) == weights_read + 4 * row + 2 * cache.bytes_used
