@@ -355,6 +355,7 @@
         const { output, ms } = await getRuntime(this.cfg).run(this.lesson, values, this.lang, this.progress());
         this.render(output);
         this.section.kvLastOutput = output; // the live answer, for tests comparing with CPython
+        this.section.dataset.kvComputeMs = ms.toFixed(1); // time inside Python (benchmark)
         this.section.dataset.kvLiveRuns = String(Number(this.section.dataset.kvLiveRuns || 0) + 1);
         this.say(fill(this.s.live_done, { ms: Math.round(ms) }));
         delete this.status.dataset.detail;
