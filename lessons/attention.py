@@ -58,7 +58,7 @@ def run(values: dict, lang: str) -> dict:
     q_lbl = t({"en": "query (the token looking)", "zh-TW": "查詢（正在看的 token）"}, lang)
     k_lbl = t({"en": "key (the token looked at)", "zh-TW": "鍵（被看的 token）"}, lang)
     w_lbl = t({"en": "weight", "zh-TW": "權重"}, lang)
-    heat = [{"type": "heatmap", "z": z, "x": pos, "y": pos, "zmin": 0, "zmax": 1, "colorscale": "Blues",
+    heat = [{"type": "heatmap", "z": z, "x": pos, "y": pos, "zmin": 0, "zmax": 1, "colorscale": "Blues", "reversescale": True,
              "customdata": [[[pieces[i], pieces[j]] for j in range(T)] for i in range(T)],
              "colorbar": {"title": {"text": w_lbl}},
              "hovertemplate": f"{q_lbl}: %{{customdata[0]}}<br>{k_lbl}: %{{customdata[1]}}<br>{w_lbl}: %{{z:.3f}}<extra></extra>"}]
@@ -86,9 +86,9 @@ def run(values: dict, lang: str) -> dict:
     title2 = t({"en": f"The newest token “{newest_piece}”: scores, then softmax",
                 "zh-TW": f"最新的 token「{newest_piece}」：先算分數，再做 softmax"}, lang)
     lay2 = layout(title2, "", s_lbl,
-                  xaxis={**axis, "domain": [0, 1], "anchor": "y"}, yaxis={"domain": [0.58, 1]},
+                  xaxis={**axis, "domain": [0, 1], "anchor": "y", "showticklabels": False}, yaxis={"domain": [0.55, 1]},
                   xaxis2={**axis, "domain": [0, 1], "anchor": "y2", "title": {"text": k_lbl}},
-                  yaxis2={"domain": [0, 0.42], "title": {"text": w_lbl}, "range": [0, 1]}, height=460)
+                  yaxis2={"domain": [0, 0.45], "title": {"text": w_lbl}, "rangemode": "tozero"}, height=480)
     cols2 = [t({"en": "key", "zh-TW": "鍵"}, lang), t({"en": "position", "zh-TW": "位置"}, lang), s_lbl, w_lbl]
     rows2 = [[pieces[j], j + 1, float(f"{s_row[j]:.4g}"), float(f"{w_row[j]:.4g}")] for j in pos]
     fig2 = figure("newest", title2, bars, lay2, cols2, rows2)

@@ -48,9 +48,9 @@ def _kv(shape, tokens: int, batch: int, nbytes: int) -> int:
 
 
 def _context_points(context: int) -> list[int]:
-    """1K, 2K, 4K … 128K plus the reader's own context, sorted."""
-    pts = {1024 * 2**i for i in range(8)} | {context}
-    return sorted(pts)
+    """0, 4K, 8K … 128K plus the reader's own context, sorted (a linear axis: the growth
+    is a straight line, and the chart must not make it look like anything else)."""
+    return sorted({4096 * i for i in range(MAX_CONTEXT // 4096 + 1)} | {context})
 
 
 def run(values: dict, lang: str) -> dict:
@@ -70,7 +70,7 @@ def run(values: dict, lang: str) -> dict:
     label_you = t({"en": "your setting", "zh-TW": "目前設定"}, lang)
     hover_tokens = t({"en": "tokens", "zh-TW": "token 數"}, lang)
     data = [
-        {"type": "scatter", "mode": "lines+markers", "name": label_cache, "x": xs,
+        {"type": "scatter", "mode": "lines", "name": label_cache, "x": xs,
          "y": floats(y / GIB for y in ys), "line": {"color": COLORS["blue"]},
          "text": [fmt_bytes(y) for y in ys],
          "hovertemplate": f"%{{x:,}} {hover_tokens}<br>%{{text}}<extra>{label_cache}</extra>"},
@@ -85,9 +85,9 @@ def run(values: dict, lang: str) -> dict:
     ]
     title = t({"en": f"{shape.name}: KV cache vs context ({values['dtype']})",
                "zh-TW": f"{shape.name}：KV 快取大小與上下文長度（{values['dtype']}）"}, lang)
-    lay = layout(title, t({"en": "context length (tokens, log scale)", "zh-TW": "上下文長度（token 數，對數刻度）"}, lang),
-                 "GiB", xaxis={"type": "log", "tickvals": [1024 * 2**i for i in range(8)],
-                               "ticktext": [f"{2**i}K" for i in range(8)]})
+    lay = layout(title, t({"en": "context length (tokens)", "zh-TW": "上下文長度（token 數）"}, lang),
+                 "GiB", xaxis={"tickvals": [16384 * i for i in range(9)], "ticktext": [f"{16 * i}K" for i in range(9)]},
+                 yaxis={"rangemode": "tozero"})
     cols = [t({"en": "context (tokens)", "zh-TW": "上下文（token 數）"}, lang),
             t({"en": "KV cache (bytes)", "zh-TW": "KV 快取（位元組）"}, lang),
             t({"en": "KV cache", "zh-TW": "KV 快取"}, lang),

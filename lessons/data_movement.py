@@ -103,8 +103,9 @@ def run(values: dict, lang: str) -> dict:
     title1 = t({"en": f"{name}, batch {batch}: one decode step ({fmt_name})",
                 "zh-TW": f"{name}，批次 {batch}：一個解碼步驟（{fmt_name}）"}, lang)
     lay1 = layout(title1, tokens, t({"en": f"bytes moved ({unit_name})", "zh-TW": f"搬運量（{unit_name}）"}, lang),
-                  yaxis2={"title": {"text": "GFLOP"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
-                  yaxis={"rangemode": "tozero"})
+                  yaxis2={"title": {"text": "GFLOP"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
+                          "showgrid": False, "tickformat": ".3~g"},
+                  yaxis={"rangemode": "tozero"}, margin={"r": 80})
     cols1 = [tokens, t({"en": "weights (bytes)", "zh-TW": "權重（位元組）"}, lang),
              t({"en": "KV cache (bytes)", "zh-TW": "KV 快取（位元組）"}, lang), "FLOPs",
              t({"en": "FLOP per byte", "zh-TW": "每位元組 FLOP"}, lang)]

@@ -110,7 +110,10 @@ def run(values: dict, lang: str) -> dict:
                  t({"en": "attainable TFLOP/s (log)", "zh-TW": "可達 TFLOP/s（對數）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"},
                  shapes=[{"type": "line", "x0": dev.ridge, "x1": dev.ridge, "yref": "paper", "y0": 0, "y1": 1,
-                          "line": {"color": COLORS["grey"], "dash": "dot", "width": 1}}])
+                          "line": {"color": COLORS["grey"], "dash": "dot", "width": 1}}],
+                 annotations=[{"x": math.log10(dev.ridge), "y": 0.02, "xref": "x", "yref": "paper", "showarrow": False,
+                               "xanchor": "left", "text": t({"en": f" ridge {dev.ridge:,.0f} FLOP/byte",
+                                                             "zh-TW": f" 脊點 {dev.ridge:,.0f} FLOP/位元組"}, lang)}])
     cols = [t({"en": "step", "zh-TW": "步驟"}, lang), "FLOPs", t({"en": "bytes moved", "zh-TW": "搬運位元組"}, lang),
             t({"en": "intensity (FLOP/byte)", "zh-TW": "運算強度（FLOP/位元組）"}, lang),
             t({"en": "attainable TFLOP/s", "zh-TW": "可達 TFLOP/s"}, lang),
