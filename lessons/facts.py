@@ -18,6 +18,7 @@ REAL_MODELS = {"llama3_8b": "Llama 3 8B", "llama3_70b": "Llama 3 70B", "llama2_7
                "mistral_7b": "Mistral 7B", "gpt2": "GPT-2 small"}
 
 FP16_BYTES = 2
+NOT_LLAMA = {"gpt2"}  # shapes whose weight count a Llama-style formula would get wrong
 
 
 def _course_facts() -> dict[str, str]:
@@ -50,7 +51,7 @@ def _real_facts(prefix: str, name: str) -> dict[str, str]:
         return costs.kv_cache_bytes(s.n_layers, s.n_kv_heads, s.head_dim, tokens, 1, FP16_BYTES)
 
     params = costs.param_count(cfg)
-    return {
+    out = {
         f"{prefix}.vocab_size": fmt_int(s.vocab_size),
         f"{prefix}.n_layers": fmt_int(s.n_layers),
         f"{prefix}.d_model": fmt_int(s.d_model),
@@ -66,6 +67,9 @@ def _real_facts(prefix: str, name: str) -> dict[str, str]:
         f"{prefix}.kv_size_32k": fmt_bytes(kv(32768)),
         f"{prefix}.kv_size_128k": fmt_bytes(kv(131072)),
     }
+    if prefix in NOT_LLAMA:  # engine.costs counts a Llama block; GPT-2's MLP and embeddings differ
+        del out[f"{prefix}.params"], out[f"{prefix}.weights_size_fp16"]
+    return out
 
 
 @functools.lru_cache(maxsize=None)

@@ -32,6 +32,7 @@ def test_real_model_values_from_the_published_shapes(course):
     assert f["llama3_70b.kv_bytes_per_token"] == "320 KiB"
     assert f["llama3_70b.kv_size_128k"] == "40 GiB"
     assert f["gpt2.d_model"] == "768"
+    assert "gpt2.params" not in f  # a Llama-style count would be wrong for GPT-2
 
 
 def test_course_values_match_the_model(course):
