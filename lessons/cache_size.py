@@ -23,6 +23,7 @@ DTYPES = {
 }
 
 MAX_CONTEXT = 131072  # 128K tokens
+NOT_LLAMA = {"GPT-2 small"}  # its cache size is exact, a Llama-style weight count is not
 GIB = 1024**3
 
 CONTROLS = (
@@ -59,6 +60,7 @@ def run(values: dict, lang: str) -> dict:
     context, batch = values["context"], values["batch"]
     params = costs.param_count(config_from_shape(shape))
     weights = params * nbytes
+    llama_style = shape.name not in NOT_LLAMA  # engine.costs counts Llama-style blocks only
     total = _kv(shape, context, batch, nbytes)
     per_token = _kv(shape, 1, 1, nbytes)
 
@@ -74,15 +76,16 @@ def run(values: dict, lang: str) -> dict:
          "y": floats(y / GIB for y in ys), "line": {"color": COLORS["blue"]},
          "text": [fmt_bytes(y) for y in ys],
          "hovertemplate": f"%{{x:,}} {hover_tokens}<br>%{{text}}<extra>{label_cache}</extra>"},
-        {"type": "scatter", "mode": "lines", "name": label_weights, "x": [xs[0], xs[-1]],
-         "y": floats([weights / GIB] * 2), "line": {"color": COLORS["grey"], "dash": "dash"},
-         "text": [fmt_bytes(weights)] * 2,
-         "hovertemplate": f"%{{text}}<extra>{label_weights}</extra>"},
         {"type": "scatter", "mode": "markers", "name": label_you, "x": [context],
          "y": floats([total / GIB]), "marker": {"color": HIGHLIGHT, "size": 12, "symbol": "diamond"},
          "text": [fmt_bytes(total)],
          "hovertemplate": f"%{{x:,}} {hover_tokens}<br>%{{text}}<extra>{label_you}</extra>"},
     ]
+    if llama_style:
+        data.insert(1, {"type": "scatter", "mode": "lines", "name": label_weights, "x": [xs[0], xs[-1]],
+                        "y": floats([weights / GIB] * 2), "line": {"color": COLORS["grey"], "dash": "dash"},
+                        "text": [fmt_bytes(weights)] * 2,
+                        "hovertemplate": f"%{{text}}<extra>{label_weights}</extra>"})
     title = t({"en": f"{shape.name}: KV cache vs context ({values['dtype']})",
                "zh-TW": f"{shape.name}：KV 快取大小與上下文長度（{values['dtype']}）"}, lang)
     lay = layout(title, t({"en": "context length (tokens)", "zh-TW": "上下文長度（token 數）"}, lang),
@@ -92,7 +95,7 @@ def run(values: dict, lang: str) -> dict:
             t({"en": "KV cache (bytes)", "zh-TW": "KV 快取（位元組）"}, lang),
             t({"en": "KV cache", "zh-TW": "KV 快取"}, lang),
             t({"en": "weights", "zh-TW": "權重"}, lang)]
-    rows = [[x, y, fmt_bytes(y), fmt_bytes(weights)] for x, y in zip(xs, ys)]
+    rows = [[x, y, fmt_bytes(y), fmt_bytes(weights) if llama_style else "—"] for x, y in zip(xs, ys)]
     fig = figure("size_vs_context", title, data, lay, cols, rows)
 
     # ------------------------------------------------------------------ notes
@@ -103,11 +106,12 @@ def run(values: dict, lang: str) -> dict:
            "zh-TW": f"2（K 與 V）× 層數 × KV 頭數 × 每頭維度 × token 數 × 批次 × 位元組數 = {formula}"}, lang),
         t({"en": f"Each token adds {fmt_bytes(per_token)} per sequence in {dtype_label['en']}.",
            "zh-TW": f"以 {dtype_label['zh-TW']} 儲存時，每多一個 token，每個序列就多 {fmt_bytes(per_token)}。"}, lang),
-        t({"en": (f"The weights ({fmt_int(params)} parameters) take {fmt_bytes(weights)} in the same format; "
-                  f"the cache is {total / weights:.1%} of that."),
-           "zh-TW": (f"同樣格式下，權重（共 {fmt_int(params)} 個數值）佔 {fmt_bytes(weights)}；"
-                     f"快取是它的 {total / weights:.1%}。")}, lang),
     ]
+    if llama_style:
+        notes.append(t({"en": (f"The weights ({fmt_int(params)} parameters) take {fmt_bytes(weights)} in the same format; "
+                               f"the cache is {total / weights:.1%} of that."),
+                        "zh-TW": (f"同樣格式下，權重（共 {fmt_int(params)} 個數值）佔 {fmt_bytes(weights)}；"
+                                  f"快取是它的 {total / weights:.1%}。")}, lang))
     if shape.n_kv_heads < shape.n_heads:
         notes.append(t({
             "en": (f"{shape.name} uses grouped-query attention: {shape.n_heads} query heads share "
@@ -122,12 +126,12 @@ def run(values: dict, lang: str) -> dict:
                    f"tokens; {fmt_int(context)} is beyond it, shown only to follow the formula."),
             "zh-TW": (f"注意：{shape.name} 公開的上下文視窗是 {fmt_int(shape.max_seq_len)} 個 token，"
                       f"{fmt_int(context)} 已超出範圍，這裡只是照公式計算。")}, lang))
-    if "GPT-2" in shape.name:
+    if not llama_style:
         notes.append(t({
-            "en": ("GPT-2 is not Llama-style (two-matrix GELU MLP, learned positions): its cache size is exact, "
-                   "the weight line counts a Llama-style block of the same shape and overstates its MLP."),
-            "zh-TW": ("GPT-2 不是 Llama 架構（兩個矩陣的 GELU MLP、學習式位置編碼）：快取大小是準確的，"
-                      "權重線則以同形狀的 Llama 式區塊計算，會高估 MLP 部分。")}, lang))
+            "en": (f"{shape.name} is not Llama-style (two-matrix GELU MLP, learned positions): its cache size is exact, "
+                   "but the engine's Llama-style weight count would be wrong, so no weight line is drawn."),
+            "zh-TW": (f"{shape.name} 不是 Llama 架構（兩個矩陣的 GELU MLP、學習式位置編碼）：快取大小是準確的，"
+                      "但引擎以 Llama 架構計算的權重數會出錯，所以不畫權重線。")}, lang))
     notes.append(t({"en": f"Shape source: {shape.source}.", "zh-TW": f"形狀來源：{shape.source}。"}, lang))
 
     # ------------------------------------------------------------------ all models at this setting
