@@ -206,6 +206,9 @@ def test_demo_html_is_escaped_labelled_and_round_trips(fixture_lesson, lang):
     for text in (s["run_live"], s["data_table"], s["status_prerendered"]):
         assert text in html.replace("&#34;", '"').replace("&#39;", "'")
     assert '<section class="kv-demo" id="kv-demo-2"' in html
+    # The search index skips the demo (option lists and data tables are noise there).
+    section = next(a for t, a in parsed.tags if t == "section")
+    assert "data-search-exclude" in section and tags.count("section") == 1
     assert "\n\n" not in html  # one HTML block: Markdown never splits it
 
 
