@@ -10,6 +10,7 @@ from __future__ import annotations
 from engine import costs
 from engine.shapes import MODEL_SHAPES, config_from_shape
 from lessons.base import select, slider
+from lessons.model_options import NOT_LLAMA  # their cache size is exact, a Llama-style weight count is not
 from lessons.figures import COLORS, HIGHLIGHT, figure, floats, fmt_bytes, fmt_int, layout, t, table
 
 TITLE = {"en": "KV cache size calculator", "zh-TW": "KV 快取大小計算器"}
@@ -23,7 +24,7 @@ DTYPES = {
 }
 
 MAX_CONTEXT = 131072  # 128K tokens
-NOT_LLAMA = {"GPT-2 small"}  # its cache size is exact, a Llama-style weight count is not
+
 GIB = 1024**3
 
 CONTROLS = (

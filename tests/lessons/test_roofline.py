@@ -47,5 +47,14 @@ def test_device_presets_cite_their_source():
 
 
 def test_context_is_clipped_to_the_window():
-    out = registry.run("roofline", {"model": "GPT-2 small", "context": 32768}, "en")
-    assert "1,024" in out["notes"][0]
+    out = registry.run("roofline", {"model": "Llama 2 7B", "context": 32768}, "en")
+    assert "4,096" in out["notes"][0]
+
+
+def test_gpt2_is_not_offered_to_the_llama_cost_formulas():
+    from lessons.base import LessonInputError
+
+    import pytest
+
+    with pytest.raises(LessonInputError):
+        registry.run("roofline", {"model": "GPT-2 small"}, "en")
