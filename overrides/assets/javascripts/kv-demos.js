@@ -441,7 +441,7 @@
       const id = `${this.section.id}-${key}`;
       const fig = el("figure", { class: "kv-demo__figure", "data-key": key });
       fig.appendChild(el("figcaption", { class: "kv-demo__figtitle", id: `${id}-title` }));
-      fig.appendChild(el("div", { class: "kv-plot", id, role: "img", "aria-labelledby": `${id}-title` }));
+      fig.appendChild(el("div", { class: "kv-plot", id })); // named by the figcaption
       const details = el("details", { class: "kv-demo__table" });
       details.appendChild(el("summary", {}, this.s.data_table));
       details.appendChild(el("div", { class: "kv-table-wrap" }));
