@@ -263,6 +263,7 @@
       this.busy = false;
       this.queued = null;
       this.timer = null;
+      this.onProgress = this.progress(); // one callback per demo, however often it retries
       this.wire();
     }
 
@@ -304,7 +305,9 @@
     }
 
     wire() {
-      const warm = () => getRuntime(this.cfg).start(this.progress()).catch(() => {});
+      // A failed warm-up says so at once (the status would otherwise stay on "Loading…").
+      const warm = () => getRuntime(this.cfg).start(this.onProgress)
+        .catch((err) => { if (!this.busy) this.say(this.message(err), "error"); });
       // The first touch of a demo starts Python in the background.
       this.section.addEventListener("focusin", warm, { once: true });
       this.section.addEventListener("pointerdown", warm, { once: true });
@@ -352,7 +355,7 @@
       this.section.setAttribute("aria-busy", "true");
       this.say(this.s.running, "busy");
       try {
-        const { output, ms } = await getRuntime(this.cfg).run(this.lesson, values, this.lang, this.progress());
+        const { output, ms } = await getRuntime(this.cfg).run(this.lesson, values, this.lang, this.onProgress);
         this.render(output);
         this.section.kvLastOutput = output; // the live answer, for tests comparing with CPython
         this.section.dataset.kvComputeMs = ms.toFixed(1); // time inside Python (benchmark)
