@@ -147,6 +147,17 @@ def test_every_demo_recomputes_live_and_agrees_with_cpython(browser, site_server
                 if lesson not in MEASURED:
                     for lf, hf in zip(live["figures"], here["figures"]):
                         _close(lf["figure"]["data"], hf["figure"]["data"], f"{where} {lf['key']}")
+                # An action button (e.g. "Append and continue") sets its controls and reruns.
+                action = page.locator(".kv-demo").nth(i).locator(".kv-demo__action")
+                if action.count():
+                    wanted = json.loads(action.first.get_attribute("data-values"))
+                    n = attempts(page, i)
+                    action.first.click()
+                    _live_run(page, i, n)
+                    assert "kv-demo__status--error" not in (status.get_attribute("class") or ""), (
+                        where, "action", status.text_content())
+                    now = page.evaluate(READ_VALUES, i)
+                    assert all(now[k] == v for k, v in wanted.items()), (where, wanted, now)
         assert "pyodide.mjs" in served and any(n.startswith("numpy-") for n in served)
         assert errors == []
     finally:
