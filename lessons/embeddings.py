@@ -12,7 +12,7 @@ import numpy as np
 
 from engine import load_course_model
 from engine.corpus import GROUP_LABELS, SEMANTIC_GROUPS
-from lessons.base import LessonInputError, text
+from lessons.base import LessonInputError, select, text
 from lessons.figures import COLORS, figure, floats, layout, t, table
 
 TITLE = {"en": "Embeddings: a map of meaning", "zh-TW": "嵌入：意義的地圖"}
@@ -23,6 +23,8 @@ N_NEIGHBOURS = 5
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SEPARATORS = re.compile(r"[,，、;；\n]+")
 LANG_NAMES = {"en": {"en": "English", "zh-TW": "英文"}, "zh-TW": {"en": "Chinese", "zh-TW": "中文"}}
+TABLE_NAMES = {"input": {"en": "input embedding rows", "zh-TW": "輸入嵌入向量"},
+               "output": {"en": "output embeddings (the output head's columns)", "zh-TW": "輸出嵌入（輸出層的欄向量）"}}
 GROUP_COLORS = {"drinks": COLORS["orange"], "royalty": COLORS["purple"], "fruit": COLORS["green"]}
 
 CONTROLS = (
@@ -30,6 +32,11 @@ CONTROLS = (
          help={"en": f"Up to {MAX_WORDS} words in English or Chinese, e.g. coffee, 香蕉, prince.",
                "zh-TW": f"最多 {MAX_WORDS} 個英文或中文詞，例如 coffee、香蕉、prince。"},
          max_length=200),
+    select("table", {"en": "Which vectors", "zh-TW": "哪一組向量"}, "input",
+           [("input", {"en": "input embeddings (token → vector)", "zh-TW": "輸入嵌入（token → 向量）"}),
+            ("output", {"en": "output embeddings (vector → token)", "zh-TW": "輸出嵌入（向量 → token）"})],
+           help={"en": "The model has two tables: one turns a token into a vector, the other scores every token at the end.",
+                 "zh-TW": "模型有兩張表：一張把 token 變成向量，另一張在最後替每個 token 打分數。"}),
 )
 
 
@@ -38,17 +45,23 @@ def word_ids(tok, word: str) -> list[int]:
     return tok.encode(word if _CJK.match(word) else " " + word)
 
 
-def word_vector(model, ids: list[int]) -> np.ndarray:
-    """The mean of the word's token embeddings [D] (float64)."""
-    return np.asarray(model.embed, dtype=np.float64)[ids].mean(axis=0)
+def embedding_table(model, which: str) -> np.ndarray:
+    """[V, D] float64: the input embedding rows, or the output head's columns (one per token)."""
+    return np.asarray(model.embed if which == "input" else model.lm_head.T, dtype=np.float64)
 
 
-@functools.lru_cache(maxsize=1)
-def _map():
+def word_vector(table: np.ndarray, ids: list[int]) -> np.ndarray:
+    """The mean of the word's token vectors [D]."""
+    return table[ids].mean(axis=0)
+
+
+@functools.lru_cache(maxsize=2)
+def _map(which: str):
     """The group words, their vectors, the PCA basis and the neighbour candidates (cached)."""
     model, tok = load_course_model()
     words = [(g, lang, w) for g, by_lang in SEMANTIC_GROUPS.items() for lang in ("en", "zh-TW") for w in by_lang[lang]]
-    vecs = np.stack([word_vector(model, word_ids(tok, w)) for _, _, w in words])  # [N, D]
+    emb = embedding_table(model, which)  # [V, D]
+    vecs = np.stack([word_vector(emb, word_ids(tok, w)) for _, _, w in words])  # [N, D]
     mean = vecs.mean(axis=0)
     _, s, vt = np.linalg.svd(vecs - mean, full_matrices=False)
     basis = vt[:2]  # [2, D]
@@ -57,7 +70,6 @@ def _map():
     # Neighbour candidates: the group words and every vocabulary token that is whole text.
     cand_names = [w for _, _, w in words]
     cand_vecs = [v for v in vecs]
-    emb = np.asarray(model.embed, dtype=np.float64)
     for i in range(257, tok.vocab_size):
         try:
             piece = tok.token_bytes(i).decode("utf-8").strip()
@@ -69,7 +81,7 @@ def _map():
                 cand_vecs.append(emb[i])
     cands = np.stack(cand_vecs)
     cands /= np.linalg.norm(cands, axis=1, keepdims=True)
-    return words, vecs, mean, basis, explained, cand_names, cands
+    return emb, words, vecs, mean, basis, explained, cand_names, cands
 
 
 def _parse(tok, raw: str) -> list[tuple[str, list[int]]]:
@@ -101,7 +113,7 @@ def _is_split(tok, i: int) -> bool:
 
 def run(values: dict, lang: str) -> dict:
     model, tok = load_course_model()
-    words, vecs, mean, basis, explained, cand_names, cands = _map()
+    emb, words, vecs, mean, basis, explained, cand_names, cands = _map(values["table"])
     mine = _parse(tok, values["words"])
     xy = (vecs - mean) @ basis.T  # [N, 2]
 
@@ -119,7 +131,7 @@ def run(values: dict, lang: str) -> dict:
 
     neighbour_rows = []
     if mine:
-        my_vecs = np.stack([word_vector(model, ids) for _, ids in mine])
+        my_vecs = np.stack([word_vector(emb, ids) for _, ids in mine])
         my_xy = (my_vecs - mean) @ basis.T
         you = t({"en": "your words", "zh-TW": "你的詞"}, lang)
         data.append({"type": "scatter", "mode": "markers+text", "name": you, "x": floats(my_xy[:, 0]), "y": floats(my_xy[:, 1]),
@@ -150,9 +162,9 @@ def run(values: dict, lang: str) -> dict:
     same = (g_of[:, None] == g_of[None, :]) & ~np.eye(len(words), dtype=bool)
     diff = g_of[:, None] != g_of[None, :]
     notes = [
-        t({"en": (f"Each word is the mean of its tokens' embedding rows ({model.config.d_model} numbers). "
-                  f"The two axes keep {explained:.0%} of the spread of the group words."),
-           "zh-TW": (f"每個詞是它各 token 嵌入列的平均（{model.config.d_model} 個數字）。"
+        t({"en": (f"Each word is the mean of its tokens' {TABLE_NAMES[values['table']]['en']} "
+                  f"of {model.config.d_model} numbers. The two axes keep {explained:.0%} of the spread of the group words."),
+           "zh-TW": (f"每個詞是它各 token 的{TABLE_NAMES[values['table']]['zh-TW']}的平均（各 {model.config.d_model} 個數字）。"
                      f"兩條軸保留了類別詞 {explained:.0%} 的分佈變化。")}, lang),
         t({"en": (f"Average cosine similarity: {cos[same].mean():.2f} between words of the same group, "
                   f"{cos[diff].mean() + 0.0:.2f} between groups."),

@@ -22,16 +22,17 @@ def test_every_group_word_is_on_the_map(course):
     assert out["tables"][0]["rows"] == []
 
 
-def test_neighbours_are_cosine_sorted(course):
+@pytest.mark.parametrize("which", ["input", "output"])
+def test_neighbours_are_cosine_sorted(course, which):
     model, tok = course
-    out = registry.run("embeddings", {"words": "king, 咖啡"}, "en")
+    out = registry.run("embeddings", {"words": "king, 咖啡", "table": which}, "en")
     rows = out["tables"][0]["rows"]
     for w in ("king", "咖啡"):
         sims = [r[3] for r in rows if r[0] == w]
         assert len(sims) == 5 and sims == sorted(sims, reverse=True)
         assert all(-1 <= s <= 1 for s in sims)
     # independent check: for neighbours that are group words, recompute the cosine here
-    emb = np.asarray(model.embed, dtype=np.float64)
+    emb = np.asarray(model.embed if which == "input" else model.lm_head.T, dtype=np.float64)  # [V, D]
 
     def vec(w):
         return emb[tok.encode(w if "\u4e00" <= w[0] <= "\u9fff" else " " + w)].mean(axis=0)
