@@ -1,4 +1,4 @@
-"""The facts hook: [[fact:KEY]] placeholders become engine-computed numbers, or the build stops."""
+"""The facts hook (overrides/hooks/facts.py): [[fact:KEY]] becomes an engine-computed number, or the build stops."""
 from __future__ import annotations
 
 import re
