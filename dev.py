@@ -85,8 +85,8 @@ def build_wheel() -> None:
 def serve(args: list[str]) -> int:
     ensure_venv("docs")
     build_wheel()
-    say("serving on http://127.0.0.1:8000/kv-classroom/ (Ctrl+C stops); edits to docs/, "
-        "lessons/, engine/ and overrides/ reload the page")
+    say("serving the site (by default at http://127.0.0.1:8000/kv-classroom/; Ctrl+C stops); "
+        "edits to docs/, lessons/, engine/ and overrides/ rebuild and reload the page")
     return run(PYTHON, "-m", "mkdocs", "serve", "--livereload", *args, check=False, env=site_env())
 
 
