@@ -143,7 +143,7 @@ def weather_zh(w: _Writer) -> str:
 
 # The tea shop: everything here fills "things you order" slots; only drinks fill "drink" slots.
 _DRINKABLE_EN = [("milk tea", 6), ("coffee", 2), ("juice", 2), ("cocoa", 1), ("milk", 1)]
-_DRINKABLE_ZH = [("奶茶", 6), ("珍珠奶茶", 3), ("咖啡", 2), ("紅茶", 2), ("可可", 1), ("果汁", 1)]
+_DRINKABLE_ZH = [("奶茶", 6), ("珍珠奶茶", 3), ("咖啡", 2), ("紅茶", 2), ("可可", 1), ("豆漿", 1)]
 
 
 def drinks_en(w: _Writer) -> str:
@@ -173,7 +173,7 @@ def drinks_zh(w: _Writer) -> str:
         f"在飲料店我點了{item}。",
         f"這家店的{item}很甜。",
         f"請給我一些{item}。",
-        f"放學後我們一起分{item}。",
+        f"放學後我們一起分享{item}。",
         f"妹妹總是想要更多{item}。",
         "我點了一杯珍珠奶茶，加布丁。",
     ]))
