@@ -71,7 +71,11 @@ def load_facts(lang: str, page: str, keys: list[str]) -> dict[str, str]:
         ) from exc
     if not hasattr(module, "facts"):
         raise FactError(f"{page} uses facts but lessons/facts.py has no facts(lang) function")
-    table = module.facts(lang)
+    try:
+        table = module.facts(lang)
+    except Exception as exc:  # the engine or its data is broken: say so, without a traceback
+        raise FactError(f"{page} uses [[fact:{keys[0]}]] but lessons.facts.facts({lang!r}) "
+                        f"failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(table, Mapping):
         raise FactError(f"lessons.facts.facts({lang!r}) returned {type(table).__name__}, "
                         "expected a dict of strings")

@@ -50,6 +50,19 @@ def test_missing_facts_module_fails_clearly(monkeypatch):
         load_facts("en", "index.md", ["course.d_model"])
 
 
+def test_failing_facts_function_fails_clearly(monkeypatch):
+    import types
+
+    broken = types.ModuleType("lessons.facts")
+
+    def facts(lang):
+        raise FileNotFoundError("engine/data/course_model.npz")
+    broken.facts = facts
+    monkeypatch.setitem(sys.modules, "lessons.facts", broken)
+    with pytest.raises(FactError, match=r"p\.md uses \[\[fact:course\.d_model\]\] but .*FileNotFoundError: engine/data"):
+        load_facts("zh-TW", "p.md", ["course.d_model"])
+
+
 def _keys_used_in_docs() -> dict[str, set[str]]:
     used: dict[str, set[str]] = {"en": set(), "zh-TW": set()}
     for path in DOCS.rglob("*.md"):
