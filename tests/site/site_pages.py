@@ -1,6 +1,7 @@
 """The site tests' shared knowledge: the docs tree, the pages and their twins, built paths."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -43,3 +44,17 @@ def url_path(page: str, lang: str) -> str:
     """Site-relative URL of ``page`` in ``lang``, e.g. ``zh-TW/plates/02-tokens/``."""
     prefix = "" if lang == "en" else f"{lang}/"
     return prefix if page == "index" else f"{prefix}{page}/"
+
+
+# A fenced block: opening ``` or ~~~ (3 or more), info string, body, the same fence closing.
+# Outer fences win, so a ```mermaid shown inside a ````markdown example is not a diagram.
+FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)?(?P=fence)[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def fences(markdown: str, kind: str) -> list[str]:
+    """Bodies of the top-level fenced blocks whose info string starts with ``kind``."""
+    return [m.group("body") for m in FENCE.finditer(markdown)
+            if m.group("info").strip().split(" ")[0] == kind]

@@ -10,10 +10,7 @@ from collections import Counter
 
 import pytest
 
-from site_pages import DOCS, PAGES, source
-
-FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)?(?P=fence)[ \t]*$",
-                   re.MULTILINE | re.DOTALL)
+from site_pages import DOCS, FENCE, PAGES, source
 
 
 def shape(markdown: str) -> dict:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from site_pages import PAGES, built, source
+from site_pages import PAGES, built, fences, source
 
 LANGS = ("en", "zh-TW")
 CDN_HOSTS = ("unpkg.com", "cdn.jsdelivr.net", "fonts.googleapis.com", "fonts.gstatic.com",
@@ -56,7 +56,7 @@ def test_mermaid_is_served_by_the_site_only_where_needed(built_site):
             md = source(page, lang).read_text(encoding="utf-8")
             html = built(built_site, page, lang).read_text(encoding="utf-8")
             loads = "assets/vendor/mermaid/mermaid.min.js" in html
-            if "```mermaid" in md:
+            if fences(md, "mermaid"):
                 with_diagram += 1
                 assert 'class="mermaid"' in html and loads, f"{page} ({lang})"
             else:
