@@ -103,3 +103,13 @@ def test_glossary_headings_feed_jieba():
 def test_glossary_terms_extraction():
     md = "# 詞彙表\n\n### KV 快取（KV cache） {#kv-cache}\n\n正文裡的詞不算。\n\n## 注意力 {#attention}\n"
     assert glossary_terms(md) == ["詞彙表", "快取", "注意力"]
+
+
+def test_terms_are_multi_character_traditional_words():
+    """Single characters are words to jieba already; Simplified forms would never match."""
+    import opencc
+
+    to_taiwan = opencc.OpenCC("s2twp").convert
+    for term in TERMS:
+        assert len(term) >= 2, term
+        assert to_taiwan(term) == term, term
