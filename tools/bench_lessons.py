@@ -10,13 +10,20 @@ Goal from the brief: well under 200 ms per run in the browser; CPython here is a
 """
 from __future__ import annotations
 
-import argparse
-import json
-import platform
-import statistics
-import sys
-import time
-from pathlib import Path
+import os
+
+# Pyodide runs NumPy on one thread: measure the same way (and avoid BLAS threads fighting
+# over a busy machine). Set before NumPy is imported; an explicit setting wins.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -49,6 +56,7 @@ def main() -> None:
     import numpy
 
     print(f"# CPython {platform.python_version()}, NumPy {numpy.__version__}, {platform.machine()}, "
+          f"{os.environ['OMP_NUM_THREADS']} BLAS thread(s), "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"{'lesson':<15}{'lang':<7}{'cold ms':>10}{'median ms':>11}{'max ms':>10}")
     for name in args.lessons:
