@@ -16,6 +16,7 @@ one stays as two or three byte tokens — which the display pieces show honestly
 """
 from __future__ import annotations
 
+import heapq
 import json
 import operator
 import re
@@ -40,6 +41,7 @@ PRE_SPLIT_PATTERN = (
 _PRE_SPLIT = re.compile(PRE_SPLIT_PATTERN)
 _CJK_RUN = re.compile(rf" ?[{_CJK}]+")
 
+_LONG_UNIT = 64  # units longer than this (in bytes) use the heap-based merge loop
 _CACHE_LIMIT = 50_000  # pieces remembered by encode(); cleared when full (reader input is unbounded)
 
 
@@ -202,6 +204,8 @@ class Tokenizer:
 
     def _bpe(self, ids: list[int]) -> list[int]:
         """Apply merges to one unit, earliest-learned pair first, until none applies."""
+        if len(ids) > _LONG_UNIT:
+            return self._bpe_heap(ids)
         ranks = self._ranks
         while len(ids) > 1:
             best_id = None
@@ -214,6 +218,39 @@ class Tokenizer:
                 break
             ids = _apply_merge(ids, best_pair, best_id)
         return ids
+
+    def _bpe_heap(self, ids: list[int]) -> list[int]:
+        """The same merges as :meth:`_bpe` in O(n log n), for long units (a reader's 10 kB "word").
+
+        A heap holds (merged id, position) of every adjacent pair that has a merge; the
+        smallest id pops first and, among equal ids, the leftmost, which is the order the
+        simple loop applies them in. Tokens live in a linked list; stale heap entries (a
+        neighbour already merged away) are skipped when popped.
+        """
+        ranks = self._ranks
+        n = len(ids)
+        val = list(ids)
+        nxt = list(range(1, n + 1))  # n = end of list
+        prv = list(range(-1, n - 1))
+        alive = [True] * n
+        heap = [(ranks[(val[i], val[i + 1])], i) for i in range(n - 1) if (val[i], val[i + 1]) in ranks]
+        heapq.heapify(heap)
+        while heap:
+            new_id, i = heapq.heappop(heap)
+            j = nxt[i] if alive[i] else n
+            if j >= n or ranks.get((val[i], val[j])) != new_id:
+                continue  # this pair no longer exists
+            val[i] = new_id
+            alive[j] = False
+            nxt[i] = nxt[j]
+            if nxt[j] < n:
+                prv[nxt[j]] = i
+            for a, b in ((prv[i], i), (i, nxt[i])):
+                if a >= 0 and b < n:
+                    r = ranks.get((val[a], val[b]))
+                    if r is not None:
+                        heapq.heappush(heap, (r, a))
+        return [val[i] for i in range(n) if alive[i]]
 
     def _check_ids(self, ids) -> list[int]:
         if isinstance(ids, (str, bytes)):

@@ -202,3 +202,25 @@ def test_bad_merge_files_are_rejected():
         Tokenizer.train(b"bytes", 300)
     with pytest.raises(ValueError):
         Tokenizer.train("text", 10)
+
+
+# --------------------------------------------------------------------------- long input
+
+
+def test_long_units_use_the_heap_merge_with_identical_results(shipped, monkeypatch):
+    """A reader's 10 kB "word" must not take quadratic time, and must tokenize the same."""
+    import engine.tokenizer as tokenizer_mod
+
+    words = sorted({shipped.token_bytes(i).decode().strip() for i in range(FIRST_MERGE_ID, shipped.vocab_size)
+                    if shipped.token_bytes(i).strip().isalpha() and shipped.token_bytes(i).isascii()})
+    rng = random.Random(2)
+    for _ in range(200):
+        unit = list("".join(rng.choice(words) for _ in range(rng.randrange(1, 40))).encode())
+        heap = shipped._bpe_heap(unit)
+        monkeypatch.setattr(tokenizer_mod, "_LONG_UNIT", 10**9)
+        simple = shipped._bpe(unit)
+        monkeypatch.undo()
+        assert heap == simple
+    long_word = "".join(words) * 10  # one piece of tens of kB
+    ids = shipped.encode(long_word)
+    assert shipped.decode(ids) == long_word and len(ids) < len(long_word)
