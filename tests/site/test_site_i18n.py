@@ -83,3 +83,16 @@ def test_zh_tw_nav_and_site_name_are_translated(built_site):
     for english, chinese in zh["nav_translations"].items():
         assert chinese in html and f">{english}<" not in html
     assert re.search(rf"<title>[^<]*{re.escape(zh['site_name'])}</title>", html)
+
+
+def test_our_own_ui_labels_are_translated(built_site):
+    """Palette toggle and social link names come from mkdocs.yml, not from Material."""
+    zh = next(lang for lang in _i18n_languages() if lang["locale"] == "zh-TW")
+    zh_html = built(built_site, "index", "zh-TW").read_text(encoding="utf-8")
+    en_html = built(built_site, "index", "en").read_text(encoding="utf-8")
+    names = [p["toggle"]["name"] for p in zh["theme"]["palette"]]
+    names += [s["name"] for s in zh["extra"]["social"]]
+    for name in names:
+        assert f'title="{name}"' in zh_html and name not in en_html
+    assert "Switch to dark mode" in en_html and "Switch to dark mode" not in zh_html
+    assert "pyodide" in built(built_site, "plates/05-kv-cache", "zh-TW").read_text("utf-8")
