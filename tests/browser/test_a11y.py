@@ -82,6 +82,12 @@ def test_images_and_diagrams_have_text_in_the_page_language(page, site_server, n
     for src, alt in images:
         assert alt is not None and alt.strip(), f"{lang}:{name}: <img src={src}> has no alt text"
         assert _in_language(alt, lang), f"{lang}:{name}: alt of {src} is not in {lang}: {alt!r}"
+    # Figures (the demos' Plotly charts): a caption in the page's language names each one.
+    captions = page.eval_on_selector_all(
+        "article figure", "els => els.map(e => (e.querySelector('figcaption') || {}).textContent || '')")
+    for i, caption in enumerate(captions, 1):
+        assert caption.strip(), f"{lang}:{name}: figure {i} has no caption"
+        assert _in_language(caption, lang), f"{lang}:{name}: figure {i} caption not in {lang}: {caption!r}"
     # A diagram's text alternative: its SVG is in Material's closed shadow root, out of reach
     # of assistive tools' page text, so the page gives a text description right after it
     # (a details block or a paragraph), or an aria-label on the diagram's container.
