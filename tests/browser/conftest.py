@@ -28,7 +28,7 @@ DESKTOP = {"width": 1280, "height": 900}
 def pytest_collection_modifyitems(config, items):
     here = Path(__file__).parent
     for item in items:
-        if here in Path(str(item.fspath)).parents:
+        if here in item.path.parents:
             item.add_marker(pytest.mark.browser)
 
 
