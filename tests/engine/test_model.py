@@ -247,3 +247,25 @@ def test_engine_imports_without_the_course_parts_and_without_torch():
                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "lazy ok"
+
+
+def test_hf_config_mapping_refuses_what_the_engine_cannot_run():
+    from engine.hf import config_from_hf, config_to_hf_kwargs, weights_from_hf, weights_to_hf
+
+    cfg = Config(**BASE, rope_theta=500000.0)
+    d = config_to_hf_kwargs(cfg)
+    assert config_from_hf(d) == cfg
+    assert config_from_hf({**d, "rope_theta": None, "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"}}) == cfg
+    with pytest.raises(ValueError, match="RoPE scaling"):
+        config_from_hf({**d, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})
+    with pytest.raises(ValueError, match="attention_bias"):
+        config_from_hf({**d, "attention_bias": True})
+    with pytest.raises(ValueError, match="activation 'gelu'"):
+        config_from_hf({**d, "hidden_act": "gelu"})
+    m = Transformer.random(cfg, seed=0)
+    sd = weights_to_hf(m.weights, cfg)
+    assert sd["model.layers.0.self_attn.k_proj.weight"].shape == (16, 32)  # torch Linear layout [out, in]
+    tied = {k: v for k, v in sd.items() if k != "lm_head.weight"}
+    assert np.array_equal(weights_from_hf(tied, cfg)["lm_head"], m.weights["embed"].T)
+    with pytest.raises(ValueError, match="lacks 1 weight"):
+        weights_from_hf({k: v for k, v in sd.items() if k != "model.norm.weight"}, cfg)
