@@ -110,8 +110,13 @@ def serve_pyodide(context, index_url: str, dist: Path) -> list[str]:
 WAIT_PLOTTED = """(n) => document.documentElement.dataset.kvDemosPlotted === "true"
     && document.querySelectorAll(".kv-demo .kv-plot.js-plotly-plot svg.main-svg").length >= n"""
 
-# Resolves when demo `i` has finished more than `attempts` live runs (with an answer or an error).
-WAIT_RUN = """([i, attempts]) => Number(document.querySelectorAll(".kv-demo")[i].dataset.kvAttempts || 0) > attempts"""
+# Resolves when demo `i` has finished more than `attempts` live runs (with an answer or an
+# error) and is idle: no run in flight (aria-busy), none queued or waiting for its debounce.
+WAIT_RUN = """([i, attempts]) => {
+    const d = document.querySelectorAll(".kv-demo")[i];
+    return Number(d.dataset.kvAttempts || 0) > attempts
+        && !d.hasAttribute("aria-busy") && d.dataset.kvPending === undefined;
+}"""
 
 
 def attempts(page, i: int) -> int:

@@ -331,7 +331,8 @@
 
     schedule(delay) {
       clearTimeout(this.timer);
-      this.timer = setTimeout(() => this.runNow(), delay);
+      this.section.dataset.kvPending = "true"; // a run is due (debounce); cleared when it starts
+      this.timer = setTimeout(() => { delete this.section.dataset.kvPending; this.runNow(); }, delay);
     }
 
     say(text, kind) {
