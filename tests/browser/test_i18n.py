@@ -29,8 +29,12 @@ def test_language_switcher_keeps_the_page(page, site_server, start, target, labe
 
 def test_searching_kuaiqu_on_the_zh_tw_site_finds_the_kv_cache_plate(page, site_server):
     page.goto(site_server + url_path("plates/01-next-token", "zh-TW"))
-    page.click("input.md-search__input")  # desktop width: the search field is in the header
-    page.keyboard.type("快取")
+    field = "input.md-search__input"  # desktop width: the search field is in the header
+    page.click(field)
+    # Typing CJK text inserts it without key events, and Material searches on keyup: fill the
+    # field, then press a key as a reader's input method would.
+    page.fill(field, "快取")
+    page.press(field, "End")
     page.wait_for_selector(".md-search-result__item", timeout=15_000)
     links = page.eval_on_selector_all(".md-search-result__item a",
                                       "els => els.map(e => e.href)")
