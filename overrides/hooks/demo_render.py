@@ -33,7 +33,7 @@ ALLOWED_KEYS = {"lesson"}
 DEFAULT_PYODIDE = {
     "version": "314.0.7",
     "index_url": "https://cdn.jsdelivr.net/pyodide/v314.0.7/full/",
-    "load_timeout_s": 120,
+    "load_timeout_s": 240,  # a slow link needs minutes for runtime + NumPy; a hang is caught
     "run_timeout_s": 30,
 }
 _TEMPLATES = Path(__file__).parent / "templates"

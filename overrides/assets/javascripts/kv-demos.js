@@ -86,6 +86,7 @@
 
   function plot(div, figure) {
     div._kvFigure = figure;
+    if (!window.Plotly) return null; // plotly.js failed to load: the data tables still update
     div.dataset.kvRenders = String(Number(div.dataset.kvRenders || 0) + 1);
     return window.Plotly.react(div, figure.data || [], themed(figure.layout || {}), PLOT_CONFIG);
   }
