@@ -241,6 +241,7 @@ def provenance_table(stem: str, doc: dict, lang: str) -> dict:
                       "zh-TW": f"{threads['count']}（以 {threads['method']} 固定）"}, lang)
                    if threads["pinned"] else t({"en": "not pinned", "zh-TW": "未固定"}, lang))
     load = p["host"]
+    tm = p["timing"]
     versions = ", ".join(f"{k} {val}" for k, val in v.items() if val)
     rows = [
         [t({"en": "device", "zh-TW": "裝置"}, lang), _device_label(doc)],
@@ -252,8 +253,10 @@ def provenance_table(stem: str, doc: dict, lang: str) -> dict:
         ["CUDA", f"driver {p['cuda']['driver']}, runtime {p['cuda']['runtime']}" if p["cuda"] else "—"],
         [t({"en": "CPU threads", "zh-TW": "CPU 執行緒"}, lang), thread_text],
         [t({"en": "timing", "zh-TW": "計時方式"}, lang),
-         t({"en": f"{p['timing']['clock']}, {p['timing']['warmup']} warm-up + up to {p['timing']['repeats']} repeats, median",
-            "zh-TW": f"{p['timing']['clock']}，{p['timing']['warmup']} 次暖身 + 最多 {p['timing']['repeats']} 次重複，取中位數"}, lang)],
+         t({"en": (f"{tm['clock']}; {tm['warmup']} warm-up, then at least {tm['repeats']} samples (cheap steps: "
+                   f"until {tm['min_seconds']:g} s are measured; slow ones: at least 3); median and p10–p90"),
+            "zh-TW": (f"{tm['clock']}；{tm['warmup']} 次暖身，之後至少取樣 {tm['repeats']} 次（便宜的步驟會一直取樣到累計 "
+                      f"{tm['min_seconds']:g} 秒；很慢的步驟至少 3 次）；取中位數與 p10–p90")}, lang)],
         [t({"en": "load average (start → end)", "zh-TW": "系統負載（開始 → 結束）"}, lang),
          f"{load['loadavg_start']} → {load['loadavg_end']}"],
         ["git commit", commit],

@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=None)
     p.add_argument("--max-point-seconds", type=float, default=None,
                    help="skip a prefill / no-cache measurement whose estimated cost is larger")
+    p.add_argument("--min-point-seconds", type=float, default=None,
+                   help="keep sampling a cheap step until this much time is measured (more samples, steadier medians)")
     p.add_argument("--max-temp-gib", type=float, default=None,
                    help="skip a prefill / no-cache measurement whose attention scores need more memory")
     p.add_argument("--peak-bw-gbs", type=float, default=None,
@@ -85,6 +87,7 @@ def options_from_args(args: argparse.Namespace, argv: list[str]) -> Options:
         warmup=args.warmup if args.warmup is not None else (1 if quick else 2),
         repeats=args.repeats if args.repeats is not None else (5 if quick else 10),
         max_point_seconds=args.max_point_seconds or (2.0 if quick else (30.0 if gpu else 15.0)),
+        min_point_seconds=args.min_point_seconds if args.min_point_seconds is not None else (0.1 if quick else 0.3),
         max_temp_gib=args.max_temp_gib or (32.0 if gpu else 2.0),
         llama_layers=args.llama_layers,
         peak_bw_gbs=args.peak_bw_gbs,

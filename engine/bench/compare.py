@@ -77,7 +77,8 @@ def compare_with_transformers(model, run: dict, backend, opts, threads: dict | N
                     past.crop(-extra)
 
             hf_stats = time_host(hf_step, setup=hf_rewind, warmup=opts.warmup, repeats=opts.repeats,
-                                 max_seconds=opts.max_point_seconds)
+                                 max_seconds=opts.max_point_seconds,
+                                 min_seconds=opts.min_point_seconds)
             hf_rewind()
             hf_logits = hf_step()[0, -1].float().numpy()
         cache = model.new_cache(max_len=ctx + 1)
@@ -87,7 +88,8 @@ def compare_with_transformers(model, run: dict, backend, opts, threads: dict | N
             cache.truncate(ctx)
 
         eng_stats = time_host(lambda: model.forward(ids[ctx:], cache=cache, last_only=True), setup=rewind,
-                              warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds)
+                              warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
+                              min_seconds=opts.min_point_seconds)
         rewind()
         eng_logits = np.asarray(model.forward(ids[ctx:], cache=cache, last_only=True))[-1]
         diff = float(np.max(np.abs(eng_logits - hf_logits)))

@@ -36,6 +36,7 @@ class Options:
     warmup: int = 2
     repeats: int = 10
     max_point_seconds: float = 20.0
+    min_point_seconds: float = 0.3             # cheap steps: sample at least this long
     max_temp_gib: float = 2.0
     llama_layers: int | None = None
     peak_bw_gbs: float | None = None
@@ -105,7 +106,8 @@ def measure_point(model, ctx: int, backend: Backend, opts: Options, flops_per_s:
             cache.truncate(0)
 
         prefill = backend.timer(lambda: model.forward(ids[:ctx], cache=cache, last_only=True), setup=reset,
-                                warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds)
+                                warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
+                                min_seconds=opts.min_point_seconds)
     else:
         skipped["prefill"] = why
         fill_cache_random(cache, ctx, xp, opts.seed + ctx)
@@ -116,7 +118,8 @@ def measure_point(model, ctx: int, backend: Backend, opts: Options, flops_per_s:
 
     step_ids = ids[ctx:]
     cached = backend.timer(lambda: model.forward(step_ids, cache=cache, last_only=True), setup=rewind,
-                           warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds)
+                           warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
+                           min_seconds=opts.min_point_seconds)
 
     # decode without the cache: recompute all ctx + 1 positions to get the same next token
     uncached = None
@@ -124,7 +127,8 @@ def measure_point(model, ctx: int, backend: Backend, opts: Options, flops_per_s:
                       opts, flops_per_s, timed_runs)
     if why is None:
         uncached = backend.timer(lambda: model.forward(ids, last_only=True),
-                                 warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds)
+                                 warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
+                                 min_seconds=opts.min_point_seconds)
     else:
         skipped["decode_uncached"] = why
     del cache
@@ -273,7 +277,7 @@ def run_benchmark(opts: Options, backend: Backend | None = None, threads: dict |
             "threads": threads or {"pinned": False, "method": "gpu" if backend.name == "cupy" else "none",
                                    "count": None},
             "timing": {"clock": "cuda_events" if backend.name == "cupy" else "perf_counter",
-                       "warmup": opts.warmup, "repeats": opts.repeats},
+                       "warmup": opts.warmup, "repeats": opts.repeats, "min_seconds": opts.min_point_seconds},
             "quick": opts.quick,
             "elapsed_s": round(time.perf_counter() - started, 1),
         },

@@ -48,20 +48,40 @@ def summarize(samples: list[float]) -> Stats:
 Fn = Callable[[], object]
 
 
+def _more(i: int, spent: float, repeats: int, min_seconds: float | None, max_seconds: float | None) -> bool:
+    """Whether to take another sample after ``i + 1`` samples that took ``spent`` seconds.
+
+    At least ``repeats`` samples; beyond that, keep sampling cheap operations until
+    ``min_seconds`` of timed work (a median of many short samples shrugs off a busy
+    neighbour's bursts), up to MAX_SAMPLES. ``max_seconds`` stops slow ones early, after
+    at least three samples.
+    """
+    n = i + 1
+    if max_seconds is not None and n >= 3 and spent > max_seconds:
+        return False
+    if n < repeats:
+        return True
+    return min_seconds is not None and spent < min_seconds and n < MAX_SAMPLES
+
+
+MAX_SAMPLES = 200
+
+
 def time_host(fn: Fn, *, setup: Fn | None = None, warmup: int = 1, repeats: int = 5,
-              max_seconds: float | None = None) -> Stats:
+              max_seconds: float | None = None, min_seconds: float | None = None) -> Stats:
     """Time synchronous ``fn`` with ``time.perf_counter``; ``setup`` runs untimed before each call.
 
-    ``max_seconds`` caps the total measuring time (at least 3 timed repeats still run), so
-    a slow configuration cannot blow up a sweep; the Stats say how many samples were taken.
+    ``repeats`` samples at least, more for cheap calls until ``min_seconds`` of timed work;
+    ``max_seconds`` caps the total (at least 3 samples still run), so a slow configuration
+    cannot blow up a sweep. The Stats say how many samples were taken.
     """
     for _ in range(warmup):
         if setup:
             setup()
         fn()
     samples: list[float] = []
-    spent = 0.0
-    for i in range(repeats):
+    spent, i = 0.0, 0
+    while True:
         if setup:
             setup()
         t0 = time.perf_counter()
@@ -69,13 +89,13 @@ def time_host(fn: Fn, *, setup: Fn | None = None, warmup: int = 1, repeats: int 
         dt = time.perf_counter() - t0
         samples.append(dt)
         spent += dt
-        if max_seconds is not None and i >= 2 and spent > max_seconds:
-            break
-    return summarize(samples)
+        if not _more(i, spent, repeats, min_seconds, max_seconds):
+            return summarize(samples)
+        i += 1
 
 
 def time_cuda(fn: Fn, *, setup: Fn | None = None, warmup: int = 1, repeats: int = 5,
-              max_seconds: float | None = None) -> Stats:
+              max_seconds: float | None = None, min_seconds: float | None = None) -> Stats:
     """Time ``fn`` on the current CUDA stream with ``cupy.cuda.Event`` pairs.
 
     The events bracket the GPU's timeline for this call: kernels and the idle gaps while the
@@ -91,8 +111,8 @@ def time_cuda(fn: Fn, *, setup: Fn | None = None, warmup: int = 1, repeats: int 
         fn()
     stream.synchronize()
     samples: list[float] = []
-    spent = 0.0
-    for i in range(repeats):
+    spent, i = 0.0, 0
+    while True:
         if setup:
             setup()
         start.record(stream)
@@ -102,6 +122,6 @@ def time_cuda(fn: Fn, *, setup: Fn | None = None, warmup: int = 1, repeats: int 
         dt = cupy.cuda.get_elapsed_time(start, end) / 1e3  # ms -> s
         samples.append(dt)
         spent += dt
-        if max_seconds is not None and i >= 2 and spent > max_seconds:
-            break
-    return summarize(samples)
+        if not _more(i, spent, repeats, min_seconds, max_seconds):
+            return summarize(samples)
+        i += 1

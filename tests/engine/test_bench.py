@@ -23,7 +23,8 @@ from engine.bench.runner import Options, run_benchmark  # noqa: E402
 from engine.bench.timing import summarize, time_host  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = dict(shapes=("tiny",), contexts=(8, 16), warmup=0, repeats=3, compare=False, peak_bw_gbs=10.0)
+TINY = dict(shapes=("tiny",), contexts=(8, 16), warmup=0, repeats=3, compare=False, peak_bw_gbs=10.0,
+            min_point_seconds=0.0)
 
 
 def _run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -111,6 +112,8 @@ def test_host_timer_runs_setup_untimed_and_respects_the_time_cap():
 
     capped = time_host(lambda: time.sleep(0.02), warmup=0, repeats=100, max_seconds=0.05)
     assert capped.n == 3  # stops after the cap, but never below three samples
+    longer = time_host(lambda: time.sleep(0.002), warmup=0, repeats=3, min_seconds=0.03)
+    assert longer.n > 3 and longer.n * 0.002 >= 0.03  # cheap calls: sampled until min_seconds are measured
 
 
 # --------------------------------------------------------------------------- command line
