@@ -308,13 +308,13 @@ class Transformer:
         cos, sin = self.cos[pos : pos + T], self.sin[pos : pos + T]  # [T, hd]
 
         x = self.embed[xp.asarray(ids)]  # [T, D]
-        if tr:
+        if tr is not None:
             tr.hidden.append(x)
         for layer, (attn_norm, wqkv, wo, mlp_norm, w_gate_up, w_down) in enumerate(self.layers):
             a, probs, scores = attention(rmsnorm(x, attn_norm, c.norm_eps), wqkv, wo, c, cos, sin, pos, cache, layer, xp)
             x = x + a  # [T, D]
             x = x + mlp(rmsnorm(x, mlp_norm, c.norm_eps), w_gate_up, w_down, c.ffn_dim, xp)  # [T, D]
-            if tr:
+            if tr is not None:
                 tr.attn.append(probs)
                 tr.scores.append(scores)
                 tr.hidden.append(x)
