@@ -173,6 +173,7 @@
 
     request(type, payload, timeoutMs, timeoutKind) {
       const id = this.nextId++;
+      if (!this.worker) return Promise.reject(new RuntimeError("worker restarted", "fatal"));
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           this.pending.delete(id);
