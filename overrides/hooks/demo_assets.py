@@ -79,7 +79,18 @@ def build_wheel(root: Path, cache_dir: Path) -> Path:
         out.mkdir(parents=True, exist_ok=True)
         final = out / wheels[0].name
         shutil.copy2(wheels[0], final)
+    _prune(cache_dir, keep=KEEP_WHEELS)
     return final
+
+
+KEEP_WHEELS = 4  # a serve session edits the engine many times; old wheels are never reused
+
+
+def _prune(cache_dir: Path, keep: int) -> None:
+    """Delete all but the ``keep`` newest cached wheels."""
+    dirs = sorted((d for d in cache_dir.iterdir() if d.is_dir()), key=lambda d: d.stat().st_mtime, reverse=True)
+    for old in dirs[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def install_wheel(wheel: Path, site_dir: Path) -> str:

@@ -306,6 +306,16 @@ def test_wheel_is_built_once_per_source_state(tmp_path):
     assert not (root / "build").exists()  # built from a private copy, the checkout stays clean
 
 
+def test_old_wheels_are_pruned(tmp_path):
+    root = _tree(tmp_path)
+    cache = tmp_path / "cache"
+    for n in range(demo_assets.KEEP_WHEELS + 2):
+        (root / "engine" / "__init__.py").write_text(f"X = {n}\n")
+        newest = demo_assets.build_wheel(root, cache)
+    kept = [d for d in cache.iterdir() if d.is_dir()]
+    assert len(kept) == demo_assets.KEEP_WHEELS and newest.parent in kept
+
+
 def test_broken_project_gives_a_clear_error(tmp_path):
     root = _tree(tmp_path)
     (root / "pyproject.toml").write_text("[project\nname=")
