@@ -262,6 +262,13 @@ def test_both_languages_have_the_same_strings():
         assert fields(UI_STRINGS["en"][key]) == fields(UI_STRINGS["zh-TW"][key]), key
 
 
+def test_chinese_strings_are_traditional_with_taiwan_terms():
+    opencc = pytest.importorskip("opencc", reason="opencc is not installed")
+    cc = opencc.OpenCC("s2twp")  # Simplified -> Traditional with Taiwan phrases: a no-op on good text
+    changed = {k: cc.convert(v) for k, v in UI_STRINGS["zh-TW"].items() if cc.convert(v) != v}
+    assert changed == {}
+
+
 # --------------------------------------------------------------------------- assets
 
 
