@@ -108,6 +108,24 @@ def _change_a_control(page, i: int) -> str:
     return f"text {text.get_attribute('name')}"
 
 
+# Records every text the status lines show (progress messages are brief).
+WATCH_STATUS = """() => {
+    window.kvStatusLog = [];
+    const obs = new MutationObserver(() => document.querySelectorAll(".kv-demo__status")
+        .forEach((s) => { if (window.kvStatusLog.at(-1) !== s.textContent) window.kvStatusLog.push(s.textContent); }));
+    document.querySelectorAll(".kv-demo__status").forEach((s) => obs.observe(s, {childList: true, characterData: true, subtree: true}));
+}"""
+
+
+def _assert_progress_shown(page, lang: str) -> None:
+    """The cold start told the reader, in order and in their language: runtime, NumPy, engine."""
+    log = page.evaluate("window.kvStatusLog")
+    s = strings(lang)
+    stages = [prefix_of(s[k]) for k in ("progress_runtime", "progress_numpy", "progress_engine")]
+    seen = [next((n for n, text in enumerate(log) if text.startswith(stage)), None) for stage in stages]
+    assert None not in seen and seen == sorted(seen), log
+
+
 def _live_run(page, i: int, before: int) -> None:
     page.wait_for_function(WAIT_RUN, arg=[i, before], timeout=180_000)
 
@@ -180,6 +198,7 @@ def test_reader_text_is_text_and_errors_recover(browser, site_server, pages, dis
         for p in zh:
             page.goto(site_server + p.path)
             page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+            page.evaluate(WATCH_STATUS)
             for i in range(len(p.lessons)):
                 demo = page.locator(".kv-demo").nth(i)
                 text = demo.locator('input[type="text"]')
@@ -189,6 +208,7 @@ def test_reader_text_is_text_and_errors_recover(browser, site_server, pages, dis
                     _live_run(page, i, n)
                     assert demo.locator("img").count() == 0
                     typed = True
+                    _assert_progress_shown(page, "zh-TW")
                 slider = demo.locator('input[type="range"]')
                 if slider.count():
                     s = slider.first
@@ -205,6 +225,8 @@ def test_reader_text_is_text_and_errors_recover(browser, site_server, pages, dis
                     assert status.text_content().startswith(prefix_of(strings("zh-TW")["live_done"])), status.text_content()
                     assert "kv-demo__status--error" not in status.get_attribute("class")
                     assert dialogs == []
+                    if not typed:
+                        _assert_progress_shown(page, "zh-TW")
                     return
         pytest.skip("no zh-TW demo has a slider")
     finally:
