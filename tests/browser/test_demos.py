@@ -171,3 +171,19 @@ def test_plotly_is_served_by_the_site_and_only_on_demo_pages(page, site_server, 
     page.goto(site_server + plain.parent.name + "/")
     page.wait_for_load_state("load")
     assert not [u for u in requested if "plotly" in u or "pyodide" in u]
+
+
+def test_a_browser_without_module_workers_is_told_so(page, site_server, pages):
+    """Old browsers read the `type` option of new Worker() not at all: emulate one."""
+    p = _first(pages, "zh-TW")
+    page.add_init_script("""(() => {
+        const Real = window.Worker;
+        window.Worker = function (url, options) { return new Real(url); };  // ignores {type}
+    })()""")
+    tried = block_pyodide(page.context, p.runtime["pyodide"]["indexURL"])
+    page.goto(site_server + p.path)
+    page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+    page.locator(".kv-demo__run").first.click()
+    page.wait_for_function(WAIT_RUN, arg=[0, 0], timeout=30_000)
+    assert page.locator(".kv-demo__status").first.text_content() == strings("zh-TW")["error_old_browser"]
+    assert tried == []
