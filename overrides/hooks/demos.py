@@ -11,6 +11,7 @@ Thin on purpose: the logic lives in ``demo_render`` (blocks -> HTML) and ``demo_
 """
 from __future__ import annotations
 
+import logging
 import sys
 import uuid
 from pathlib import Path
@@ -26,6 +27,7 @@ for _p in (_HERE, _ROOT):
 import demo_assets  # noqa: E402
 import demo_render  # noqa: E402
 
+log = logging.getLogger("mkdocs.hooks.demos")
 _state: dict = {"wheel": None}
 _PAGE_DEMOS: dict[str, list[dict]] = {}  # page src_uri -> demos waiting for on_page_content
 
@@ -47,6 +49,8 @@ def on_pre_build(config, **kwargs):
         wheel = demo_assets.build_wheel(_ROOT, _ROOT / ".cache" / "kv-wheel")
     except demo_assets.AssetError as e:
         raise PluginError(f"kv-demo: {e}") from None
+    if wheel != _state["wheel"]:
+        log.info(f"kv-demo: course wheel {wheel.parent.name}/{wheel.name} ({wheel.stat().st_size // 1024} KiB)")
     _state["wheel"] = wheel
 
 
