@@ -83,9 +83,9 @@ def run(values: dict, lang: str) -> dict:
                         "zh-TW": "溫度 0 就是貪婪解碼：永遠選最可能的 token，隨機種子不影響結果。"}, lang))
     else:
         notes.append(t({
-            "en": (f"{kept} of {tok.vocab_size:,} tokens could be drawn; seed {params.seed} drew this one from them. "
+            "en": (f"{kept:,} of {tok.vocab_size:,} tokens could be drawn; seed {params.seed} drew this one from them. "
                    f"Temperature {params.temperature:g} {'sharpens' if params.temperature < 1 else 'flattens' if params.temperature > 1 else 'keeps'} the odds."),
-            "zh-TW": (f"{tok.vocab_size:,} 個 token 中有 {kept} 個可能被抽中；種子 {params.seed} 從中抽到這一個。"
+            "zh-TW": (f"{tok.vocab_size:,} 個 token 中有 {kept:,} 個可能被抽中；種子 {params.seed} 從中抽到這一個。"
                       f"溫度 {params.temperature:g} {'讓機率更集中' if params.temperature < 1 else '讓機率更平均' if params.temperature > 1 else '維持原本的機率'}。")}, lang))
     notes.append(t({"en": f"The prompt is {len(ids)} tokens; the model read all of them to make this one guess.",
                     "zh-TW": f"提示文字有 {len(ids)} 個 token；模型讀完全部，才做出這一次猜測。"}, lang))
