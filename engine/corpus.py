@@ -9,9 +9,10 @@ and the weather.
 Why templates with slots: an embedding learns from the contexts a word appears in. Members
 of one group (all drinks, all royals, all fruit) fill the same slots of the same sentences, so
 they end up near each other on the semantic map of plate 3, and the groups, which never share
-a slot, end up apart. A share of the sentences switch language inside the slot ("我想喝
-coffee", as people in Taiwan do say), so an English word and its Chinese neighbours share
-contexts too. Nothing else pushes the map: it comes from training on this text alone.
+a slot, end up apart. Some sentences switch language inside the slot ("我想喝 coffee", as
+people in Taiwan do say), and the bilingual story cards put an English or a Chinese word in
+front of the same group verbs, so "king" and "國王" share contexts too. Nothing else pushes
+the map: it comes from training on this text alone.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ GROUP_LABELS = {
 
 DEFAULT_SEED = 1234
 DEFAULT_DOCS = 6000
-SWITCH_RATE = 0.2  # share of slots filled with the other language's word
+SWITCH_RATE = 0.3  # share of slots filled with the other language's word
 
 # --------------------------------------------------------------------------- helpers
 
@@ -81,8 +82,8 @@ class _Writer:
 
 def _zh(text: str) -> str:
     """Tidy a Chinese sentence built with a switched English word: no space before punctuation."""
-    for p in "，。！？、":
-        text = text.replace(" " + p, p)
+    for p in "，。！？、：":
+        text = text.replace(" " + p, p).replace(p + " ", p)
     return text.replace("  ", " ").strip()
 
 
@@ -143,7 +144,7 @@ def weather_zh(w: _Writer) -> str:
 
 # The tea shop: everything here fills "things you order" slots; only drinks fill "drink" slots.
 _DRINKABLE_EN = [("milk tea", 6), ("coffee", 2), ("juice", 2), ("cocoa", 1), ("milk", 1)]
-_DRINKABLE_ZH = [("奶茶", 6), ("珍珠奶茶", 3), ("咖啡", 2), ("紅茶", 2), ("可可", 1), ("豆漿", 1)]
+_DRINKABLE_ZH = [("奶茶", 6), ("珍珠奶茶", 3), ("咖啡", 2), ("紅茶", 2), ("可可", 1)]
 
 
 def drinks_en(w: _Writer) -> str:
@@ -307,6 +308,47 @@ def daily_zh(w: _Writer) -> str:
     ])
 
 
+# Bilingual picture cards: a frame that says nothing about the word, the word with its group's
+# picture (🧋 drinks, 👑 royalty, 🍎 fruit, as on the cards of a children's picture book), then
+# a verb that depends on the group (royals live in castles, fruit grows on trees). The word is
+# English or Chinese half the time each, whatever the language of the sentence, so "king" and
+# "國王" are followed by the same picture and the same verbs. To predict them the model has to
+# read the group off the word itself, in either language: the words of one group are pushed to
+# one place on the map, and the two languages to the same place.
+ICONS = {"drinks": "🧋", "royalty": "👑", "fruit": "🍎"}
+_FRAMES = [("In the story, the {x} {i} {v}.", "故事裡的{x} {i}{v}。"),
+           ("On the card, the {x} {i} {v}.", "卡片上的{x} {i}{v}。"),
+           ("In our picture book, the {x} {i} {v}.", "圖畫書裡的{x} {i}{v}。"),
+           ("Long ago, the {x} {i} {v}.", "很久以前，那個{x} {i}{v}。")]
+_VERBS = {
+    "drinks": (["tasted sweet", "came in a big cup", "cooled everyone down"],
+               ["喝起來甜甜的", "裝在大杯子裡", "讓大家消暑"]),
+    "royalty": (["lived in a castle", "wore a golden crown", "ruled the land"],
+                ["住在城堡裡", "戴著金色王冠", "治理整個國家"]),
+    "fruit": (["grew on a tall tree", "ripened in the summer sun", "fell from the branch"],
+              ["長在高高的樹上", "在夏天的陽光下成熟", "從樹枝上掉下來"]),
+}
+
+
+def _card(w: _Writer, lang: str) -> str:
+    group = w.pick(list(SEMANTIC_GROUPS))
+    word = w.pick(SEMANTIC_GROUPS[group][w.pick(["en", "zh-TW"])])
+    verb = w.pick(_VERBS[group][0 if lang == "en" else 1])
+    icon = ICONS[group]
+    if lang == "en":
+        return w.pick(_FRAMES)[0].format(x=word, i=icon, v=verb)
+    word = f" {word}" if word.isascii() else word  # English inside Chinese keeps its space
+    return w.pick(_FRAMES)[1].format(x=word, i=icon, v=verb)
+
+
+def story_card_en(w: _Writer) -> str:
+    return _card(w, "en")
+
+
+def story_card_zh(w: _Writer) -> str:
+    return _card(w, "zh-TW")
+
+
 WORLDS = {
     "cat": (cat_en, cat_zh, 3),
     "weather": (weather_en, weather_zh, 3),
@@ -314,6 +356,7 @@ WORLDS = {
     "royalty": (royalty_en, royalty_zh, 3),
     "fruit": (fruit_en, fruit_zh, 3),
     "daily": (daily_en, daily_zh, 4),
+    "story_cards": (story_card_en, story_card_zh, 10),
 }
 
 
