@@ -141,7 +141,8 @@ def run(values: dict, lang: str) -> dict:
         rows += [[w, you, "", round(float(p[0]), 4), round(float(p[1]), 4)] for (w, _), p in zip(mine, my_xy)]
         sims = (my_vecs / np.linalg.norm(my_vecs, axis=1, keepdims=True)) @ cands.T  # [n, C]
         for (w, _), s in zip(mine, sims):
-            order = [int(j) for j in np.argsort(-s, kind="stable") if cand_names[j] != w][:N_NEIGHBOURS]
+            # skip the word itself and its own pieces (女王 is made of 女 and 王)
+            order = [int(j) for j in np.argsort(-s, kind="stable") if cand_names[j] not in w][:N_NEIGHBOURS]
             neighbour_rows += [[w, r, cand_names[j], round(float(s[j]), 3)] for r, j in enumerate(order, start=1)]
 
     title = t({"en": "The semantic map: embeddings projected to 2-D (PCA)", "zh-TW": "語意地圖：嵌入向量投影到平面（PCA）"}, lang)
