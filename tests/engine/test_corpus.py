@@ -6,6 +6,7 @@ import pytest
 from engine.corpus import (
     DEFAULT_SEED,
     GROUP_LABELS,
+    ICONS,
     SEMANTIC_GROUPS,
     build_documents,
     corpus_ids,
@@ -48,6 +49,19 @@ def test_every_group_word_appears_in_both_languages_sentences(docs):
             for word in words:
                 assert sum(word in d for d in en_docs) >= 10, (group, word)
                 assert sum(word in d for d in zh_docs) >= 10, (group, word)
+
+
+def test_picture_cards_mix_languages(docs):
+    """Every group word sits before its group's picture in English and in Chinese sentences."""
+    en_docs = "\n".join(d for d in docs if not HAN.search(d[:3]))
+    zh_docs = "\n".join(d for d in docs if HAN.search(d[:3]))
+    for group, langs in SEMANTIC_GROUPS.items():
+        for word in langs["en"] + langs["zh-TW"]:
+            card = f"{word} {ICONS[group]}"
+            assert card in en_docs and card in zh_docs, card
+        for other, icon in ICONS.items():
+            if other != group:
+                assert f"{langs['en'][0]} {icon}" not in en_docs + zh_docs
 
 
 def test_group_words_are_distinct_and_labelled():
