@@ -65,7 +65,9 @@ def pages(built_site):
 
 
 def _close(a, b, where="") -> None:
-    """a == b, numbers to float32 precision (Pyodide's NumPy has no BLAS of its own)."""
+    """a == b, numbers within one unit of their 4th significant digit: float32 sums differ in
+    the last bits between Pyodide's NumPy and a native one, and lessons round to 4 digits, so
+    a value on a rounding boundary may land one step apart."""
     if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
         if isinstance(a, dict) and isinstance(b, dict):
             assert a.keys() == b.keys(), where
@@ -78,7 +80,7 @@ def _close(a, b, where="") -> None:
         else:
             assert a == b, where
         return
-    assert math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-6), f"{where}: {a} != {b}"
+    assert math.isclose(a, b, rel_tol=1e-3, abs_tol=1e-6), f"{where}: {a} != {b}"
 
 
 def _change_a_control(page, i: int) -> str:
