@@ -35,22 +35,31 @@ FONT_FAMILY = ('"Noto Sans TC", "PingFang TC", "Microsoft JhengHei", "Noto Sans 
 # --------------------------------------------------------------------------- layouts
 
 
+# Legends sit in a row above the plot area, left-aligned: below it they collided with the
+# x-axis title, and Plotly grows the top margin to fit a legend that wraps on a phone.
+LEGEND = {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"}
+
+
 def layout(title: str, x_title: str = "", y_title: str = "", **extra: Any) -> dict:
     """A Plotly layout dict with the course's common look.
 
-    Backgrounds are transparent so the page palette shows through; the browser runtime
-    sets font and grid colours for light/dark. ``extra`` is merged in last (axis dicts are
-    merged key by key so ``xaxis={"type": "log"}`` keeps the title).
+    ``title`` is *not* put into the layout: the demo's ``<figcaption>`` shows the figure's
+    title (and names the plot for screen readers); a Plotly title repeated it and cost the
+    top margin. The argument stays so every call site reads as "this layout is for that
+    title". Backgrounds are transparent so the page palette shows through; the browser
+    runtime sets font and grid colours for light/dark and narrows margins on small screens.
+    ``extra`` is merged in last (axis dicts are merged key by key so
+    ``xaxis={"type": "log"}`` keeps the title).
     """
+    del title  # shown by the figcaption, see the docstring
     base = {
-        "title": {"text": title, "x": 0.02, "xanchor": "left"},
         "font": {"family": FONT_FAMILY, "size": 13},
-        "margin": {"l": 60, "r": 20, "t": 50, "b": 55},
+        "margin": {"l": 60, "r": 20, "t": 20, "b": 55},
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "xaxis": {"title": {"text": x_title}, "automargin": True},
         "yaxis": {"title": {"text": y_title}, "automargin": True},
-        "legend": {"orientation": "h", "y": -0.22},
+        "legend": dict(LEGEND),
         "colorway": SEQUENCE,
         "hoverlabel": {"font": {"family": FONT_FAMILY}},
     }
@@ -60,6 +69,20 @@ def layout(title: str, x_title: str = "", y_title: str = "", **extra: Any) -> di
         else:
             base[key] = value
     return base
+
+
+def zero_based_axis(max_value: float, headroom: float = 1.08) -> dict:
+    """Axis settings for a quantity that starts at 0: an explicit range ``[0, max·headroom]``
+    and a tick format with just enough decimals for ``max_value``.
+
+    Plotly's own ``rangemode: "tozero"`` can still put a tick at a floating-point dust value
+    (a "2.74e-15" under the 0 on a secondary axis); a fixed range and a fixed-point format
+    rule that out: dust prints as "0".
+    """
+    top = float(max_value) * headroom if max_value > 0 else 1.0
+    decimals = max(0, 2 - math.floor(math.log10(top)))
+    return {"range": [0, top], "autorange": False, "rangemode": "tozero", "tick0": 0,
+            "tickformat": f",.{decimals}~f"}
 
 
 def figure(key: str, title: str, data: list, layout_: dict, columns: Sequence[str], rows: Iterable[Sequence]) -> dict:

@@ -33,6 +33,7 @@ def check_output(out: dict) -> dict:
     for f in out.get("figures", []):
         assert f["key"] and isinstance(f["title"], str) and f["title"]
         go.Figure(f["figure"])  # raises on invalid Plotly properties
+        check_layout(f["figure"]["layout"])
         cols, rows = f["table"]["columns"], f["table"]["rows"]
         assert cols and all(len(r) == len(cols) for r in rows)
     for t in out.get("tables", []):
@@ -44,6 +45,17 @@ def check_output(out: dict) -> dict:
     for a in out.get("actions", []):
         assert isinstance(a["label"], str) and isinstance(a["values"], dict)
     return out
+
+
+def check_layout(lay: dict) -> None:
+    """The look every demo shares: the <figcaption> is the only title (a Plotly title
+    repeated it), and a legend sits above the plot area, where it cannot cover the x-axis
+    title (a legend at y = -0.22 did)."""
+    title = lay.get("title")
+    assert not (title.get("text") if isinstance(title, dict) else title), f"Plotly title {title!r}"
+    legend = lay.get("legend")
+    if legend is not None and lay.get("showlegend", True):
+        assert legend.get("y", 1) >= 1 and legend.get("yanchor") == "bottom", legend
 
 
 def shape_of(obj):

@@ -1,7 +1,7 @@
 """Number formats and figure helpers shared by every lesson."""
 import pytest
 
-from lessons.figures import figure, floats, fmt_bytes, fmt_int, fmt_si, show_piece, unique_labels
+from lessons.figures import figure, layout, zero_based_axis, floats, fmt_bytes, fmt_int, fmt_si, show_piece, unique_labels
 
 
 @pytest.mark.parametrize("n, text", [
@@ -37,3 +37,21 @@ def test_pieces_made_visible_and_unique():
     assert show_piece(" cat") == "␣cat"
     assert show_piece("\n") == "↵"
     assert unique_labels(["a", "b", "a"], [1, 2, 3]) == ["a #1", "b", "a #3"]
+
+
+def test_layout_leaves_the_title_to_the_figcaption_and_the_legend_above():
+    lay = layout("Shown in the figcaption", "x", "y", xaxis={"type": "log"})
+    assert "title" not in lay
+    assert lay["xaxis"]["title"]["text"] == "x" and lay["xaxis"]["type"] == "log"
+    assert lay["legend"]["y"] >= 1 and lay["legend"]["yanchor"] == "bottom"
+    assert lay["margin"]["t"] < 50  # the margin a Plotly title needed is given back
+
+
+@pytest.mark.parametrize("top", [18.5, 0.0016, 950.0, 3e6])
+def test_zero_based_axis_starts_at_zero_and_prints_dust_as_zero(top):
+    axis = zero_based_axis(top)
+    assert axis["range"][0] == 0 and axis["range"][1] >= top and axis["autorange"] is False
+    decimals = int(axis["tickformat"].split(".")[1].rstrip("~f"))
+    # the d3 format ",.N~f" behaves like Python's ",.Nf" (then trims zeros)
+    assert float(f"{2.74e-15:,.{decimals}f}") == 0
+    assert float(f"{top:.{decimals}f}") > 0  # the largest value still shows
