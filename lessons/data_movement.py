@@ -10,7 +10,7 @@ from engine import costs
 from lessons import model_options
 from lessons.base import select, slider
 from lessons.devices import DEVICES
-from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_int, fmt_si, layout, t
+from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_int, fmt_si, layout, t, zero_based_axis
 
 TITLE = {"en": "Bytes moved vs FLOPs per decode step", "zh-TW": "每個解碼步驟：搬運的位元組與 FLOP"}
 
@@ -103,8 +103,8 @@ def run(values: dict, lang: str) -> dict:
     title1 = t({"en": f"{name}, batch {batch}: one decode step ({fmt_name})",
                 "zh-TW": f"{name}，批次 {batch}：一個解碼步驟（{fmt_name}）"}, lang)
     lay1 = layout(title1, tokens, t({"en": f"bytes moved ({unit_name})", "zh-TW": f"搬運量（{unit_name}）"}, lang),
-                  yaxis2={"title": {"text": "GFLOP"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
-                          "showgrid": False, "tickformat": ".3~g"},
+                  yaxis2={"title": {"text": "GFLOP"}, "overlaying": "y", "side": "right", "showgrid": False,
+                          **zero_based_axis(max(f for f, _, _ in rows) / 1e9)},
                   yaxis={"rangemode": "tozero"}, margin={"r": 80})
     cols1 = [tokens, t({"en": "weights (bytes)", "zh-TW": "權重（位元組）"}, lang),
              t({"en": "KV cache (bytes)", "zh-TW": "KV 快取（位元組）"}, lang), "FLOPs",
@@ -153,7 +153,7 @@ def run(values: dict, lang: str) -> dict:
               "marker": {"color": [COLORS["green"], COLORS["green"], COLORS["sky"], COLORS["vermillion"]]},
               "hovertemplate": "%{x}: %{y:g} pJ<extra></extra>", "name": "pJ"}]
     lay3 = layout(title3, "", t({"en": "picojoules (log)", "zh-TW": "皮焦耳（對數）"}, lang), yaxis={"type": "log"},
-                  showlegend=False,
+                  showlegend=False, margin={"t": 36},
                   annotations=[{"text": t({"en": "Source: Horowitz, ISSCC 2014", "zh-TW": "來源：Horowitz，ISSCC 2014"}, lang),
                                 "xref": "paper", "yref": "paper", "x": 1, "y": 1.02, "showarrow": False,
                                 "xanchor": "right", "font": {"size": 11}}])

@@ -40,3 +40,12 @@ def test_batch_raises_intensity(course):
     lo = registry.run("data_movement", {"batch": 1}, "en")["figures"][0]["table"]["rows"][-1][4]
     hi = registry.run("data_movement", {"batch": 64}, "en")["figures"][0]["table"]["rows"][-1][4]
     assert hi > lo
+
+
+def test_gflop_axis_starts_at_zero_with_a_fixed_point_format(course):
+    """The right-hand axis once showed "2.74e-15" under its 0 (floating-point dust)."""
+    for model in ("course", "Llama 3 8B"):
+        lay = registry.run("data_movement", {"model": model}, "en")["figures"][0]["figure"]["layout"]
+        y2 = lay["yaxis2"]
+        assert y2["range"][0] == 0 and y2["autorange"] is False
+        assert y2["tickformat"].endswith("f")  # fixed point: dust prints as 0, never in e-notation
