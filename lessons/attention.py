@@ -55,8 +55,8 @@ def run(values: dict, lang: str) -> dict:
     pos = list(range(T))
     # Causal mask: query i sees keys 0..i; later keys are blank (None), not "0 attention".
     z = [[float(f"{w[i, j]:.4g}") if j <= i else None for j in range(T)] for i in range(T)]
-    q_lbl = t({"en": "query (the token looking)", "zh-TW": "查詢（正在看的 token）"}, lang)
-    k_lbl = t({"en": "key (the token looked at)", "zh-TW": "鍵（被看的 token）"}, lang)
+    q_lbl = t({"en": "query (the token looking)", "zh-TW": "查詢（正在看的詞元）"}, lang)
+    k_lbl = t({"en": "key (the token looked at)", "zh-TW": "鍵（被看的詞元）"}, lang)
     w_lbl = t({"en": "weight", "zh-TW": "權重"}, lang)
     heat = [{"type": "heatmap", "z": z, "x": pos, "y": pos, "zmin": 0, "zmax": 1, "colorscale": "Blues", "reversescale": True,
              "customdata": [[[pieces[i], pieces[j]] for j in range(T)] for i in range(T)],
@@ -84,7 +84,7 @@ def run(values: dict, lang: str) -> dict:
     ]
     newest_piece = pieces[newest]
     title2 = t({"en": f"The newest token “{newest_piece}”: scores, then softmax",
-                "zh-TW": f"最新的 token「{newest_piece}」：先算分數，再做 softmax"}, lang)
+                "zh-TW": f"最新的詞元「{newest_piece}」：先算分數，再做 softmax"}, lang)
     lay2 = layout(title2, "", s_lbl,
                   xaxis={**axis, "domain": [0, 1], "anchor": "y", "showticklabels": False}, yaxis={"domain": [0.55, 1]},
                   xaxis2={**axis, "domain": [0, 1], "anchor": "y2", "title": {"text": k_lbl}},
@@ -98,9 +98,9 @@ def run(values: dict, lang: str) -> dict:
         t({"en": f"Each row is one query and adds up to 1 (largest deviation here: {np.abs(w.sum(axis=1) - 1).max():.1e}). "
                  f"Blank cells are future tokens: a token never looks ahead.",
            "zh-TW": f"每一列是一個查詢，總和為 1（這裡最大的誤差：{np.abs(w.sum(axis=1) - 1).max():.1e}）。"
-                    f"空白格是未來的 token：token 永遠不會往後看。"}, lang),
+                    f"空白格是未來的詞元：詞元永遠不會往後看。"}, lang),
         t({"en": f"The newest token “{newest_piece}” puts {w_row[top]:.0%} of its attention on “{pieces[top]}” (position {top + 1}).",
-           "zh-TW": f"最新的 token「{newest_piece}」把 {w_row[top]:.0%} 的注意力放在「{pieces[top]}」（第 {top + 1} 個位置）。"}, lang),
+           "zh-TW": f"最新的詞元「{newest_piece}」把 {w_row[top]:.0%} 的注意力放在「{pieces[top]}」（第 {top + 1} 個位置）。"}, lang),
         t({"en": (f"The course model has {model.config.n_heads} query heads sharing {model.config.n_kv_heads} key/value heads "
                   f"(grouped-query attention); keys and values are what the KV cache keeps."),
            "zh-TW": (f"課程模型有 {model.config.n_heads} 個查詢頭，共用 {model.config.n_kv_heads} 個鍵／值頭"

@@ -36,9 +36,9 @@ CONTROLS = (
            [(k, label) for k, (_, label) in DTYPES.items()],
            help={"en": "Bytes used to store each cached number.",
                  "zh-TW": "快取中每個數字佔用的位元組數。"}),
-    slider("context", {"en": "Context length (tokens)", "zh-TW": "上下文長度（token 數）"}, 8192, 1024, MAX_CONTEXT, 1024,
+    slider("context", {"en": "Context length (tokens)", "zh-TW": "上下文長度（詞元數）"}, 8192, 1024, MAX_CONTEXT, 1024,
            help={"en": "Tokens held in the cache for one sequence (up to 128K).",
-                 "zh-TW": "一個序列在快取中儲存的 token 數（最多 128K）。"}),
+                 "zh-TW": "一個序列在快取中儲存的詞元數（最多 128K）。"}),
     slider("batch", {"en": "Batch (sequences at once)", "zh-TW": "批次（同時處理的序列數）"}, 1, 1, 64, 1,
            help={"en": "Each sequence in a batch has its own cache.",
                  "zh-TW": "批次中的每個序列都有自己的快取。"}),
@@ -71,7 +71,7 @@ def run(values: dict, lang: str) -> dict:
     label_cache = t({"en": f"KV cache (batch {batch})", "zh-TW": f"KV 快取（批次 {batch}）"}, lang)
     label_weights = t({"en": "model weights", "zh-TW": "模型權重"}, lang)
     label_you = t({"en": "your setting", "zh-TW": "目前設定"}, lang)
-    hover_tokens = t({"en": "tokens", "zh-TW": "token 數"}, lang)
+    hover_tokens = t({"en": "tokens", "zh-TW": "詞元數"}, lang)
     data = [
         {"type": "scatter", "mode": "lines", "name": label_cache, "x": xs,
          "y": floats(y / GIB for y in ys), "line": {"color": COLORS["blue"]},
@@ -89,10 +89,10 @@ def run(values: dict, lang: str) -> dict:
                         "hovertemplate": f"%{{text}}<extra>{label_weights}</extra>"})
     title = t({"en": f"{shape.name}: KV cache vs context ({values['dtype']})",
                "zh-TW": f"{shape.name}：KV 快取大小與上下文長度（{values['dtype']}）"}, lang)
-    lay = layout(title, t({"en": "context length (tokens)", "zh-TW": "上下文長度（token 數）"}, lang),
+    lay = layout(title, t({"en": "context length (tokens)", "zh-TW": "上下文長度（詞元數）"}, lang),
                  "GiB", xaxis={"tickvals": [16384 * i for i in range(9)], "ticktext": [f"{16 * i}K" for i in range(9)]},
                  yaxis={"rangemode": "tozero"})
-    cols = [t({"en": "context (tokens)", "zh-TW": "上下文（token 數）"}, lang),
+    cols = [t({"en": "context (tokens)", "zh-TW": "上下文（詞元數）"}, lang),
             t({"en": "KV cache (bytes)", "zh-TW": "KV 快取（位元組）"}, lang),
             t({"en": "KV cache", "zh-TW": "KV 快取"}, lang),
             t({"en": "weights", "zh-TW": "權重"}, lang)]
@@ -104,9 +104,9 @@ def run(values: dict, lang: str) -> dict:
                f"{batch} × {nbytes} = {fmt_int(total)} B = {fmt_bytes(total)}")
     notes = [
         t({"en": f"2 (K and V) × layers × KV heads × head_dim × tokens × batch × bytes = {formula}",
-           "zh-TW": f"2（K 與 V）× 層數 × KV 頭數 × 每頭維度 × token 數 × 批次 × 位元組數 = {formula}"}, lang),
+           "zh-TW": f"2（K 與 V）× 層數 × KV 頭數 × 每頭維度 × 詞元數 × 批次 × 位元組數 = {formula}"}, lang),
         t({"en": f"Each token adds {fmt_bytes(per_token)} per sequence in {dtype_label['en']}.",
-           "zh-TW": f"以 {dtype_label['zh-TW']} 儲存時，每多一個 token，每個序列就多 {fmt_bytes(per_token)}。"}, lang),
+           "zh-TW": f"以 {dtype_label['zh-TW']} 儲存時，每多一個詞元，每個序列就多 {fmt_bytes(per_token)}。"}, lang),
     ]
     if llama_style:
         notes.append(t({"en": (f"The weights ({fmt_int(params)} parameters) take {fmt_bytes(weights)} in the same format; "
@@ -125,7 +125,7 @@ def run(values: dict, lang: str) -> dict:
         notes.append(t({
             "en": (f"Note: {shape.name} was published with a context window of {fmt_int(shape.max_seq_len)} "
                    f"tokens; {fmt_int(context)} is beyond it, shown only to follow the formula."),
-            "zh-TW": (f"注意：{shape.name} 公開的上下文視窗是 {fmt_int(shape.max_seq_len)} 個 token，"
+            "zh-TW": (f"注意：{shape.name} 公開的上下文視窗是 {fmt_int(shape.max_seq_len)} 個詞元，"
                       f"{fmt_int(context)} 已超出範圍，這裡只是照公式計算。")}, lang))
     if not llama_style:
         notes.append(t({
@@ -138,8 +138,8 @@ def run(values: dict, lang: str) -> dict:
     # ------------------------------------------------------------------ all models at this setting
     cols_all = [t({"en": "model", "zh-TW": "模型"}, lang), t({"en": "layers", "zh-TW": "層數"}, lang),
                 t({"en": "KV heads", "zh-TW": "KV 頭數"}, lang), "head_dim",
-                t({"en": "per token", "zh-TW": "每個 token"}, lang),
-                t({"en": f"{fmt_int(context)} tokens × batch {batch}", "zh-TW": f"{fmt_int(context)} 個 token × 批次 {batch}"}, lang)]
+                t({"en": "per token", "zh-TW": "每個詞元"}, lang),
+                t({"en": f"{fmt_int(context)} tokens × batch {batch}", "zh-TW": f"{fmt_int(context)} 個詞元 × 批次 {batch}"}, lang)]
     rows_all = [[s.name, s.n_layers, s.n_kv_heads, s.head_dim, fmt_bytes(_kv(s, 1, 1, nbytes)),
                  fmt_bytes(_kv(s, context, batch, nbytes))] for s in MODEL_SHAPES.values()]
     compare = table(t({"en": f"Every model at this setting ({values['dtype']})",

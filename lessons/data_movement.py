@@ -33,9 +33,9 @@ _PJ = {k: pj for k, _, pj in ENERGY_PJ}
 CONTROLS = (
     select("model", {"en": "Model", "zh-TW": "模型"}, "Llama 3 8B", model_options.options(),
            help={"en": "Whose weights and KV cache a decode step reads.", "zh-TW": "解碼步驟讀取哪個模型的權重與 KV 快取。"}),
-    slider("context", {"en": "Context length (tokens)", "zh-TW": "上下文長度（token 數）"}, 4096, 16, 32768, 16,
+    slider("context", {"en": "Context length (tokens)", "zh-TW": "上下文長度（詞元數）"}, 4096, 16, 32768, 16,
            help={"en": "The chart runs from an empty cache to this many tokens.",
-                 "zh-TW": "圖表從空的快取畫到這個 token 數。"}),
+                 "zh-TW": "圖表從空的快取畫到這個詞元數。"}),
     slider("batch", {"en": "Batch (sequences)", "zh-TW": "批次（序列數）"}, 1, 1, 256, 1,
            help={"en": "Sequences decoded together read the weights once.",
                  "zh-TW": "一起解碼的序列只讀一次權重。"}),
@@ -77,7 +77,7 @@ def run(values: dict, lang: str) -> dict:
     if context < values["context"]:
         notes.append(t({
             "en": f"{name} has a context window of {fmt_int(cfg.max_seq_len)} tokens; the chart stops at {fmt_int(context)}.",
-            "zh-TW": f"{name} 的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個 token，圖表畫到 {fmt_int(context)} 為止。"}, lang))
+            "zh-TW": f"{name} 的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元，圖表畫到 {fmt_int(context)} 為止。"}, lang))
 
     xs = _grid(context)
     rows = [step_costs(cfg, x, batch, nbytes) for x in xs]
@@ -86,7 +86,7 @@ def run(values: dict, lang: str) -> dict:
     lbl_w = t({"en": "weights read", "zh-TW": "讀取權重"}, lang)
     lbl_kv = t({"en": "KV cache read + written", "zh-TW": "KV 快取讀寫"}, lang)
     lbl_f = t({"en": "GFLOPs (right axis)", "zh-TW": "GFLOP（右軸）"}, lang)
-    tokens = t({"en": "tokens in context", "zh-TW": "上下文 token 數"}, lang)
+    tokens = t({"en": "tokens in context", "zh-TW": "上下文詞元數"}, lang)
 
     # ------------------------------------------------------------------ figure 1: bytes and FLOPs
     data = [
@@ -136,10 +136,10 @@ def run(values: dict, lang: str) -> dict:
                       "hovertemplate": f"%{{y:.3g}} FLOP/B<extra>{ridge_name}</extra>"})
     title2 = t({"en": "Arithmetic intensity of decode vs the devices' ridge points",
                 "zh-TW": "解碼的運算強度與各裝置的脊點"}, lang)
-    lay2 = layout(title2, t({"en": "tokens in context (log)", "zh-TW": "上下文 token 數（對數）"}, lang),
+    lay2 = layout(title2, t({"en": "tokens in context (log)", "zh-TW": "上下文詞元數（對數）"}, lang),
                   t({"en": "FLOP per byte (log)", "zh-TW": "每位元組 FLOP（對數）"}, lang),
                   xaxis={"type": "log"}, yaxis={"type": "log"})
-    cols2 = [t({"en": "series", "zh-TW": "數列"}, lang), t({"en": "tokens in context", "zh-TW": "上下文 token 數"}, lang),
+    cols2 = [t({"en": "series", "zh-TW": "數列"}, lang), t({"en": "tokens in context", "zh-TW": "上下文詞元數"}, lang),
              t({"en": "FLOP per byte", "zh-TW": "每位元組 FLOP"}, lang)]
     table2 += [[t({"en": f"ridge: {d.name['en']}", "zh-TW": f"脊點：{d.name['zh-TW']}"}, lang), "", float(f"{d.ridge:.4g}")]
                for d in DEVICES.values()]
@@ -173,8 +173,8 @@ def run(values: dict, lang: str) -> dict:
         t({"en": (f"At {fmt_int(context)} tokens one step moves {fmt_bytes(w)} of weights and {fmt_bytes(kv)} of KV cache "
                   f"for {fmt_si(f, 'FLOP')}: {f / (w + kv):.3g} FLOP per byte. Since the first token, bytes per step grew "
                   f"{grow_b:+.0%} and FLOPs {grow_f:+.0%}."),
-           "zh-TW": (f"在 {fmt_int(context)} 個 token 時，一步要搬 {fmt_bytes(w)} 權重與 {fmt_bytes(kv)} KV 快取，"
-                     f"只做 {fmt_si(f, 'FLOP')}：每位元組 {f / (w + kv):.3g} FLOP。與第一個 token 相比，每步的位元組"
+           "zh-TW": (f"在 {fmt_int(context)} 個詞元時，一步要搬 {fmt_bytes(w)} 權重與 {fmt_bytes(kv)} KV 快取，"
+                     f"只做 {fmt_si(f, 'FLOP')}：每位元組 {f / (w + kv):.3g} FLOP。與第一個詞元相比，每步的位元組"
                      f"變化 {grow_b:+.0%}，FLOP 變化 {grow_f:+.0%}。")}, lang),
         t({"en": (f"Energy estimate with the 45 nm figures (32-bit words): reading those bytes from DRAM ≈ {e_dram:.3g} J, "
                   f"the multiply-adds ≈ {e_math:.3g} J — moving data costs {e_dram / e_math:,.0f}× the arithmetic."),

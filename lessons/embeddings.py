@@ -33,10 +33,10 @@ CONTROLS = (
                "zh-TW": f"最多 {MAX_WORDS} 個英文或中文詞，例如 coffee、香蕉、prince。"},
          max_length=200),
     select("table", {"en": "Which vectors", "zh-TW": "哪一組向量"}, "input",
-           [("input", {"en": "input embeddings (token → vector)", "zh-TW": "輸入嵌入（token → 向量）"}),
-            ("output", {"en": "output embeddings (vector → token)", "zh-TW": "輸出嵌入（向量 → token）"})],
+           [("input", {"en": "input embeddings (token → vector)", "zh-TW": "輸入嵌入（詞元 → 向量）"}),
+            ("output", {"en": "output embeddings (vector → token)", "zh-TW": "輸出嵌入（向量 → 詞元）"})],
            help={"en": "The model has two tables: one turns a token into a vector, the other scores every token at the end.",
-                 "zh-TW": "模型有兩張表：一張把 token 變成向量，另一張在最後替每個 token 打分數。"}),
+                 "zh-TW": "模型有兩張表：一張把詞元變成向量，另一張在最後替每個詞元打分數。"}),
 )
 
 
@@ -165,7 +165,7 @@ def run(values: dict, lang: str) -> dict:
     notes = [
         t({"en": (f"Each word is the mean of its tokens' {TABLE_NAMES[values['table']]['en']} "
                   f"of {model.config.d_model} numbers. The two axes keep {explained:.0%} of the spread of the group words."),
-           "zh-TW": (f"每個詞是它各 token 的{TABLE_NAMES[values['table']]['zh-TW']}的平均（各 {model.config.d_model} 個數字）。"
+           "zh-TW": (f"每個詞是它各詞元的{TABLE_NAMES[values['table']]['zh-TW']}的平均（各 {model.config.d_model} 個數字）。"
                      f"兩條軸保留了類別詞 {explained:.0%} 的分佈變化。")}, lang),
         t({"en": (f"Average cosine similarity: {cos[same].mean():.2f} between words of the same group, "
                   f"{cos[diff].mean() + 0.0:.2f} between groups."),

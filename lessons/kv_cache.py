@@ -26,7 +26,7 @@ CONTROLS = (
     prompt_control(DEFAULT_PROMPT),
     slider("steps", {"en": "Decode steps", "zh-TW": "解碼步數"}, DEFAULT_STEPS, 1, MAX_STEPS, 1,
            help={"en": "New tokens generated after the prompt (greedy: the most likely token each time).",
-                 "zh-TW": "在提示文字之後產生的新 token 數（貪婪解碼：每次選最可能的 token）。"}),
+                 "zh-TW": "在提示文字之後產生的新詞元數（貪婪解碼：每次選最可能的詞元）。"}),
 )
 
 
@@ -82,8 +82,8 @@ def run(values: dict, lang: str) -> dict:
               "hovertemplate": f"{layer_names[l]}: %{{customdata}}<extra></extra>"} for l in range(L)]
     title1 = t({"en": "The cache fills up, layer by layer", "zh-TW": "快取逐層填滿"}, lang)
     lay1 = layout(title1, step_lbl, t({"en": "KV cache (KiB)", "zh-TW": "KV 快取（KiB）"}, lang), barmode="stack", xaxis=axis)
-    cols1 = ([t({"en": "step", "zh-TW": "步驟"}, lang), t({"en": "new token", "zh-TW": "新 token"}, lang),
-              t({"en": "tokens in cache", "zh-TW": "快取中的 token 數"}, lang)]
+    cols1 = ([t({"en": "step", "zh-TW": "步驟"}, lang), t({"en": "new token", "zh-TW": "新詞元"}, lang),
+              t({"en": "tokens in cache", "zh-TW": "快取中的詞元數"}, lang)]
              + [f"{n} (B)" for n in layer_names] + [t({"en": "total (B)", "zh-TW": "合計（B）"}, lang)])
     rows1 = [[step_names[i], pieces[i], s.cache_tokens] + per_layer[i] + [s.cache_bytes] for i, s in enumerate(cached)]
     fig1 = figure("cache_per_layer", title1, data1, lay1, cols1, rows1)
@@ -96,9 +96,9 @@ def run(values: dict, lang: str) -> dict:
              for lbl, run_, color in ((lbl_c, cached, COLORS["blue"]), (lbl_n, uncached, COLORS["vermillion"]))]
     title2 = t({"en": "Work per step: FLOPs (engine.costs)", "zh-TW": "每一步的運算量：FLOP（engine.costs）"}, lang)
     lay2 = layout(title2, step_lbl, "FLOPs", xaxis=axis, yaxis={"rangemode": "tozero"})
-    cols2 = [t({"en": "step", "zh-TW": "步驟"}, lang), t({"en": "tokens fed (cache)", "zh-TW": "輸入 token 數（有快取）"}, lang),
+    cols2 = [t({"en": "step", "zh-TW": "步驟"}, lang), t({"en": "tokens fed (cache)", "zh-TW": "輸入詞元數（有快取）"}, lang),
              t({"en": "FLOPs with cache", "zh-TW": "有快取 FLOP"}, lang),
-             t({"en": "tokens fed (no cache)", "zh-TW": "輸入 token 數（無快取）"}, lang),
+             t({"en": "tokens fed (no cache)", "zh-TW": "輸入詞元數（無快取）"}, lang),
              t({"en": "FLOPs without cache", "zh-TW": "無快取 FLOP"}, lang)]
     rows2 = [[step_names[i], c.n_input, c.flops, n.n_input, n.flops] for i, (c, n) in enumerate(zip(cached, uncached))]
     fig2 = figure("flops", title2, data2, lay2, cols2, rows2)
@@ -125,17 +125,17 @@ def run(values: dict, lang: str) -> dict:
     notes = [
         t({"en": f"Generated (greedy): “{text}”. " + ("Both paths chose exactly the same tokens." if same else
                  "The two paths chose different tokens here (a rounding tie); the work comparison still holds."),
-           "zh-TW": f"產生的文字（貪婪解碼）：「{text}」。" + ("兩種做法選出的 token 完全相同。" if same else
-                    "兩種做法在這裡選了不同的 token（捨入誤差造成的平手）；運算量的比較仍然成立。")}, lang),
+           "zh-TW": f"產生的文字（貪婪解碼）：「{text}」。" + ("兩種做法選出的詞元完全相同。" if same else
+                    "兩種做法在這裡選了不同的詞元（捨入誤差造成的平手）；運算量的比較仍然成立。")}, lang),
         t({"en": (f"The cache now holds {cached[-1].cache_tokens} tokens: {fmt_bytes(cached[-1].cache_bytes)} in {L} layers, "
                   f"{fmt_bytes(cached[-1].cache_bytes // max(cached[-1].cache_tokens, 1))} per token."),
-           "zh-TW": (f"快取現在儲存 {cached[-1].cache_tokens} 個 token：{L} 層共 {fmt_bytes(cached[-1].cache_bytes)}，"
-                     f"每個 token {fmt_bytes(cached[-1].cache_bytes // max(cached[-1].cache_tokens, 1))}。")}, lang),
+           "zh-TW": (f"快取現在儲存 {cached[-1].cache_tokens} 個詞元：{L} 層共 {fmt_bytes(cached[-1].cache_bytes)}，"
+                     f"每個詞元 {fmt_bytes(cached[-1].cache_bytes // max(cached[-1].cache_tokens, 1))}。")}, lang),
         t({"en": (f"Decode steps in total: {fmt_si(decode_c, 'FLOP')} with the cache vs {fmt_si(decode_n, 'FLOP')} without "
                   f"({decode_n / decode_c:.1f}×); time {fmt_seconds(sec_c)} vs {fmt_seconds(sec_n)}, {where}."),
            "zh-TW": (f"解碼步驟合計：有快取 {fmt_si(decode_c, 'FLOP')}，無快取 {fmt_si(decode_n, 'FLOP')}"
                      f"（{decode_n / decode_c:.1f} 倍）；時間 {fmt_seconds(sec_c)} 對 {fmt_seconds(sec_n)}，{where}。")}, lang),
         t({"en": "The cache saves recomputing old keys and values; the new token still goes through every layer and weight.",
-           "zh-TW": "快取省下的是重算舊的鍵與值；新的 token 仍然要經過每一層、每一個權重。"}, lang),
+           "zh-TW": "快取省下的是重算舊的鍵與值；新的詞元仍然要經過每一層、每一個權重。"}, lang),
     ]
     return {"figures": [fig1, fig2, fig3], "notes": notes}

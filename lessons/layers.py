@@ -46,18 +46,18 @@ def run(values: dict, lang: str) -> dict:
     # z[l][pos] = size (L2 norm) of the key stored for that token in that layer, averaged over KV heads
     z = [floats(np.linalg.norm(np.asarray(cache.keys(l), dtype=np.float64), axis=-1).mean(axis=0), 4) for l in range(L)]
     pos = list(range(T))
-    pos_lbl = t({"en": "token (position in the cache)", "zh-TW": "token（在快取中的位置）"}, lang)
+    pos_lbl = t({"en": "token (position in the cache)", "zh-TW": "詞元（在快取中的位置）"}, lang)
     norm_lbl = t({"en": "key size ‖k‖", "zh-TW": "鍵向量長度 ‖k‖"}, lang)
     heat = [{"type": "heatmap", "z": z, "x": pos, "y": layer_names, "colorscale": "Viridis",
              "colorbar": {"title": {"text": norm_lbl}},
              "customdata": [[pieces[p] for p in pos] for _ in range(L)],
              "hovertemplate": f"%{{y}} · %{{customdata}}<br>{norm_lbl}: %{{z:.3g}}<extra></extra>"}]
-    title1 = t({"en": "Every layer keeps its own K/V notes for every token", "zh-TW": "每一層都為每個 token 儲存自己的 K/V 筆記"}, lang)
+    title1 = t({"en": "Every layer keeps its own K/V notes for every token", "zh-TW": "每一層都為每個詞元儲存自己的 K/V 筆記"}, lang)
     lay1 = layout(title1, pos_lbl, t({"en": "layer", "zh-TW": "層"}, lang),
                   xaxis={"tickmode": "array", "tickvals": pos, "ticktext": [show_piece(p) for p in pieces],
                          "tickangle": -45 if T > 8 else 0},
                   height=max(300, 40 * L + 160))
-    cols1 = [t({"en": "tokens read", "zh-TW": "已讀 token 數"}, lang), t({"en": "newest token", "zh-TW": "最新 token"}, lang)] \
+    cols1 = [t({"en": "tokens read", "zh-TW": "已讀詞元數"}, lang), t({"en": "newest token", "zh-TW": "最新詞元"}, lang)] \
         + [f"{n} (B)" for n in layer_names] + [t({"en": "total (B)", "zh-TW": "合計（B）"}, lang)]
     rows1 = [[n + 1, pieces[n]] + b + [sum(b)] for n, b in enumerate(per_layer)]
     fig1 = figure("cache_per_layer", title1, heat, lay1, cols1, rows1)
@@ -99,11 +99,11 @@ def run(values: dict, lang: str) -> dict:
     notes = [
         t({"en": (f"{L} layers, each with its own cache: after {T} tokens each layer holds {fmt_bytes(per_layer[-1][0])} "
                   f"({fmt_bytes(per_token)} per token), {fmt_bytes(cache.bytes_used)} in all."),
-           "zh-TW": (f"{L} 層，每層各有自己的快取：讀完 {T} 個 token 後，每層儲存 {fmt_bytes(per_layer[-1][0])}"
-                     f"（每個 token {fmt_bytes(per_token)}），合計 {fmt_bytes(cache.bytes_used)}。")}, lang),
+           "zh-TW": (f"{L} 層，每層各有自己的快取：讀完 {T} 個詞元後，每層儲存 {fmt_bytes(per_layer[-1][0])}"
+                     f"（每個詞元 {fmt_bytes(per_token)}），合計 {fmt_bytes(cache.bytes_used)}。")}, lang),
         t({"en": (f"Logit lens: the newest token's vector, read with the model's final norm and output head after each layer. "
                   f"The embedding alone guesses “{top1_pieces[0]}”; after the last layer the model says “{final_piece}”."),
-           "zh-TW": (f"Logit lens：在每一層之後，用模型最後的正規化與輸出層讀出最新 token 的向量。"
+           "zh-TW": (f"Logit lens：在每一層之後，用模型最後的正規化與輸出層讀出最新詞元的向量。"
                      f"只有嵌入時猜「{top1_pieces[0]}」；經過最後一層，模型的答案是「{final_piece}」。")}, lang),
     ]
     return {"figures": [fig1, fig2], "notes": notes}

@@ -12,7 +12,7 @@ from lessons.base import slider
 from lessons.figures import COLORS, HIGHLIGHT, figure, floats, layout, show_piece, t, unique_labels
 from lessons.prompts import MAX_PROMPT_CHARS, encode_prompt, prompt_control
 
-TITLE = {"en": "Next-token probabilities", "zh-TW": "下一個 token 的機率"}
+TITLE = {"en": "Next-token probabilities", "zh-TW": "下一個詞元的機率"}
 
 DEFAULT_PROMPT = "The cat sat on the"
 N_BARS = 10
@@ -21,15 +21,15 @@ CONTROLS = (
     prompt_control(DEFAULT_PROMPT),
     slider("temperature", {"en": "Temperature", "zh-TW": "溫度"}, 0.8, 0.0, 2.0, 0.05,
            help={"en": "0 always takes the most likely token; higher values flatten the odds.",
-                 "zh-TW": "0 永遠選最可能的 token；數值越高，機率分佈越平。"}),
+                 "zh-TW": "0 永遠選最可能的詞元；數值越高，機率分佈越平。"}),
     slider("top_k", {"en": "Top-k (0 = off)", "zh-TW": "Top-k（0 = 關閉）"}, 0, 0, 50, 1,
-           help={"en": "Keep only the k most likely tokens.", "zh-TW": "只保留最可能的 k 個 token。"}),
+           help={"en": "Keep only the k most likely tokens.", "zh-TW": "只保留最可能的 k 個詞元。"}),
     slider("top_p", {"en": "Top-p (1 = off)", "zh-TW": "Top-p（1 = 關閉）"}, 1.0, 0.05, 1.0, 0.05,
            help={"en": "Keep the most likely tokens until their probabilities add up to p.",
-                 "zh-TW": "從最可能的 token 開始保留，直到機率總和達到 p。"}),
+                 "zh-TW": "從最可能的詞元開始保留，直到機率總和達到 p。"}),
     slider("seed", {"en": "Random seed", "zh-TW": "隨機種子"}, 0, 0, 999, 1,
            help={"en": "The same seed and settings always draw the same token.",
-                 "zh-TW": "相同的種子與設定，永遠抽到相同的 token。"}),
+                 "zh-TW": "相同的種子與設定，永遠抽到相同的詞元。"}),
 )
 
 
@@ -63,10 +63,10 @@ def run(values: dict, lang: str) -> dict:
          "hovertemplate": f"%{{x}}<br>%{{y:.2%}}<extra>{lbl_model}</extra>"},
     ]
     title = t({"en": "What comes next? The model's top guesses", "zh-TW": "接下來是什麼？模型最有把握的猜測"}, lang)
-    lay = layout(title, t({"en": "next token (␣ = space)", "zh-TW": "下一個 token（␣ = 空格）"}, lang),
+    lay = layout(title, t({"en": "next token (␣ = space)", "zh-TW": "下一個詞元（␣ = 空格）"}, lang),
                  t({"en": "probability", "zh-TW": "機率"}, lang),
                  yaxis={"tickformat": ".0%", "rangemode": "tozero"}, barmode="overlay")
-    cols = [t({"en": "rank", "zh-TW": "名次"}, lang), t({"en": "token", "zh-TW": "token"}, lang),
+    cols = [t({"en": "rank", "zh-TW": "名次"}, lang), t({"en": "token", "zh-TW": "詞元"}, lang),
             lbl_id, lbl_model, lbl_after, t({"en": "chosen", "zh-TW": "被選中"}, lang)]
     yes, no = t({"en": "yes", "zh-TW": "是"}, lang), ""
     rows = [[r, pc, i, round(float(p_model[i]), 6), round(float(p[i]), 6), yes if i == chosen else no]
@@ -80,21 +80,21 @@ def run(values: dict, lang: str) -> dict:
                 "zh-TW": f"選中：「{piece}」（編號 {chosen}）：套用篩選後 {p[chosen]:.1%}，模型原始機率 {p_model[chosen]:.1%}。"}, lang)]
     if params.greedy:
         notes.append(t({"en": "Temperature 0 is greedy decoding: the most likely token always wins, the seed does not matter.",
-                        "zh-TW": "溫度 0 就是貪婪解碼：永遠選最可能的 token，隨機種子不影響結果。"}, lang))
+                        "zh-TW": "溫度 0 就是貪婪解碼：永遠選最可能的詞元，隨機種子不影響結果。"}, lang))
     else:
         notes.append(t({
             "en": (f"{kept:,} of {tok.vocab_size:,} tokens could be drawn; seed {params.seed} drew this one from them. "
                    f"Temperature {params.temperature:g} {'sharpens' if params.temperature < 1 else 'flattens' if params.temperature > 1 else 'keeps'} the odds."),
-            "zh-TW": (f"{tok.vocab_size:,} 個 token 中有 {kept:,} 個可能被抽中；種子 {params.seed} 從中抽到這一個。"
+            "zh-TW": (f"{tok.vocab_size:,} 個詞元中有 {kept:,} 個可能被抽中；種子 {params.seed} 從中抽到這一個。"
                       f"溫度 {params.temperature:g} {'讓機率更集中' if params.temperature < 1 else '讓機率更平均' if params.temperature > 1 else '維持原本的機率'}。")}, lang))
     notes.append(t({"en": f"The prompt is {len(ids)} tokens; the model read all of them to make this one guess.",
-                    "zh-TW": f"提示文字有 {len(ids)} 個 token；模型讀完全部，才做出這一次猜測。"}, lang))
+                    "zh-TW": f"提示文字有 {len(ids)} 個詞元；模型讀完全部，才做出這一次猜測。"}, lang))
 
     actions = []
     new_prompt = tok.decode(ids + [chosen])
     if chosen == tok.eos_id:
         notes.append(t({"en": "The model chose the end-of-text token: it thinks the text is finished.",
-                        "zh-TW": "模型選了「結束」token：它認為這段文字寫完了。"}, lang))
+                        "zh-TW": "模型選了「結束」詞元：它認為這段文字寫完了。"}, lang))
     elif "\ufffd" in new_prompt[len(tok.decode(ids)):]:
         notes.append(t({"en": "The pick is only part of a character (its bytes are shown in hex), so it cannot be appended "
                               "as text: change the seed or the temperature.",

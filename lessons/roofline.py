@@ -28,9 +28,9 @@ CONTROLS = (
     slider("batch", {"en": "Decode batch (sequences)", "zh-TW": "解碼批次（序列數）"}, 32, 1, 512, 1,
            help={"en": "Sequences decoded together share one read of the weights.",
                  "zh-TW": "一起解碼的序列共用同一次權重讀取。"}),
-    slider("context", {"en": "Context (tokens)", "zh-TW": "上下文（token 數）"}, 1024, 16, 32768, 16,
+    slider("context", {"en": "Context (tokens)", "zh-TW": "上下文（詞元數）"}, 1024, 16, 32768, 16,
            help={"en": "Tokens already in each sequence's KV cache; also the prefill length.",
-                 "zh-TW": "每個序列 KV 快取中已有的 token 數，也是預填的長度。"}),
+                 "zh-TW": "每個序列 KV 快取中已有的詞元數，也是預填的長度。"}),
 )
 
 
@@ -66,12 +66,12 @@ def run(values: dict, lang: str) -> dict:
     if context < values["context"]:
         notes.append(t({
             "en": f"{model_name} has a context window of {fmt_int(cfg.max_seq_len)} tokens; the context was set to {fmt_int(context)}.",
-            "zh-TW": f"{model_name} 的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個 token，上下文已調為 {fmt_int(context)}。"}, lang))
+            "zh-TW": f"{model_name} 的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元，上下文已調為 {fmt_int(context)}。"}, lang))
 
     names = {
         "decode1": {"en": "decode, batch 1", "zh-TW": "解碼，批次 1"},
         "decodeN": {"en": f"decode, batch {batch}", "zh-TW": f"解碼，批次 {batch}"},
-        "prefill": {"en": f"prefill, {fmt_int(context)} tokens", "zh-TW": f"預填，{fmt_int(context)} 個 token"},
+        "prefill": {"en": f"prefill, {fmt_int(context)} tokens", "zh-TW": f"預填，{fmt_int(context)} 個詞元"},
     }
     colors = {"decode1": COLORS["vermillion"], "decodeN": COLORS["orange"], "prefill": COLORS["green"]}
     pts = points(cfg, context, batch, nbytes)
@@ -138,10 +138,10 @@ def run(values: dict, lang: str) -> dict:
         t({"en": (f"At batch 1 every step moves {fmt_bytes(pts[0][2])}, so memory alone caps decode at about "
                   f"{tok_s:,.0f} tokens/s on this device, however fast its arithmetic."),
            "zh-TW": (f"批次 1 時每一步要搬 {fmt_bytes(pts[0][2])}，光是記憶體就把解碼限制在每秒約 "
-                     f"{tok_s:,.0f} 個 token，不論運算多快。")}, lang),
+                     f"{tok_s:,.0f} 個詞元，不論運算多快。")}, lang),
         t({"en": (f"Batching {batch} sequences reuses each weight read {batch} times; prefill reuses it for all "
                   f"{fmt_int(context)} prompt tokens, {where['en']}."),
-           "zh-TW": (f"批次 {batch} 個序列讓每次權重讀取被重複使用 {batch} 次；預填則讓 {fmt_int(context)} 個提示 token "
+           "zh-TW": (f"批次 {batch} 個序列讓每次權重讀取被重複使用 {batch} 次；預填則讓 {fmt_int(context)} 個提示詞元"
                      f"共用它，{where['zh-TW']}。")}, lang),
         t({"en": (f"Costs from engine.costs in {dev.precision} ({nbytes} bytes per number): matmul FLOPs; weights read once "
                   f"per step plus KV-cache traffic. Peaks are datasheet maxima, not measurements. Source: {dev.source['en']}"),
