@@ -99,21 +99,24 @@ def run(values: dict, lang: str) -> dict:
         label = t(names[kind], lang)
         data.append({"type": "scatter", "mode": "markers+text", "name": label, "x": floats([i]),
                      "y": floats([attainable / 1e12]), "text": [label], "textposition": "top center",
+                     "cliponaxis": False,  # a label above a point at the roof stays whole
                      "marker": {"size": 13, "color": colors[kind]},
                      "hovertemplate": f"{label}<br>%{{x:.3g}} {fl_b}<br>%{{y:.4g}} TFLOP/s<extra></extra>"})
         rows.append([label, fmt_si(f, "FLOP"), fmt_bytes(b), float(f"{i:.4g}"),
                      float(f"{attainable / 1e12:.4g}"), fmt_seconds(seconds), bound])
 
+    ridge_side = "right" if dev.ridge > math.sqrt(min(xs) * max(xs)) else "left"
     title = t({"en": f"{model_name} on {dev.name['en']} ({dev.precision})",
                "zh-TW": f"{model_name} 在 {dev.name['zh-TW']} 上（{dev.precision}）"}, lang)
-    lay = layout(title, t({"en": "arithmetic intensity (FLOP per byte moved, log)", "zh-TW": "運算強度（每搬一個位元組的 FLOP 數，對數）"}, lang),
+    lay = layout(title, t({"en": "intensity: FLOP per byte (log)", "zh-TW": "運算強度：FLOP/位元組（對數）"}, lang),
                  t({"en": "attainable TFLOP/s (log)", "zh-TW": "可達 TFLOP/s（對數）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"},
                  shapes=[{"type": "line", "x0": dev.ridge, "x1": dev.ridge, "yref": "paper", "y0": 0, "y1": 1,
                           "line": {"color": COLORS["grey"], "dash": "dot", "width": 1}}],
                  annotations=[{"x": math.log10(dev.ridge), "y": 0.02, "xref": "x", "yref": "paper", "showarrow": False,
-                               "xanchor": "left", "text": t({"en": f" ridge {dev.ridge:,.0f} FLOP/byte",
-                                                             "zh-TW": f" 脊點 {dev.ridge:,.0f} FLOP/位元組"}, lang)}])
+                               # on the wider side of the dotted line (on a phone the text ran off the edge)
+                               "xanchor": ridge_side, "text": t({"en": f" ridge {dev.ridge:,.0f} FLOP/byte ",
+                                                                 "zh-TW": f" 脊點 {dev.ridge:,.0f} FLOP/位元組 "}, lang)}])
     cols = [t({"en": "step", "zh-TW": "步驟"}, lang), "FLOPs", t({"en": "bytes moved", "zh-TW": "搬運位元組"}, lang),
             t({"en": "intensity (FLOP/byte)", "zh-TW": "運算強度（FLOP/位元組）"}, lang),
             t({"en": "attainable TFLOP/s", "zh-TW": "可達 TFLOP/s"}, lang),
