@@ -40,6 +40,7 @@ UI_STRINGS: dict[str, dict[str, str]] = {
         "error_crash": "Python stopped unexpectedly and will restart on your next change.",
         "error_demo": "The demo could not use these values: {message}",
         "value": "Value",
+        "table_region": "Scrollable table",
     },
     "zh-TW": {
         "demo_label": "互動示範",
@@ -67,6 +68,7 @@ UI_STRINGS: dict[str, dict[str, str]] = {
         "error_crash": "Python 意外停止，下次調整時會自動重新啟動。",
         "error_demo": "示範無法使用這些數值：{message}",
         "value": "數值",
+        "table_region": "可捲動的表格",
     },
 }
 
