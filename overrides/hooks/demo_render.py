@@ -37,6 +37,10 @@ DEFAULT_PYODIDE = {
     "run_timeout_s": 30,
 }
 _TEMPLATES = Path(__file__).parent / "templates"
+# plotly.js's own translations of its chrome (mode-bar tooltips, date names), vendored from
+# the npm package of the plotly.js version the site serves (see the folder's README); paths
+# relative to the site root. English is plotly.js's built-in language.
+PLOTLY_LOCALES = {"zh-TW": "assets/vendor/plotly-locales/plotly-locale-zh-tw.js"}
 _OPEN_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^\s`]*)?.*$")
 
 
@@ -236,6 +240,7 @@ def runtime_config(extra: dict | None, lang: str, wheel_path: str | None, plotly
         },
         "wheel": wheel_path,
         "plotly": plotly_path,
+        "plotlyLocale": PLOTLY_LOCALES.get(lang),
         "worker": "assets/javascripts/kv-worker.js",
     }
 
