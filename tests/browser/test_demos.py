@@ -73,13 +73,25 @@ def test_unreachable_runtime_shows_a_message_and_keeps_the_figures(page, site_se
     assert page.locator(".kv-demo .kv-plot.js-plotly-plot svg.main-svg").count() >= p.figures
 
 
+# A control that a keypress can change: a select needs a second option (the benchmarks
+# page's "results" select has only "all" in a clone without committed results).
+CHANGEABLE = """(d) => [...d.querySelectorAll("[data-kind]")].some(
+    c => c.dataset.kind !== "select" || c.options.length > 1)"""
+
+
 def test_controls_work_by_keyboard(page, site_server, pages):
     """Tab reaches every control in order; arrows move a slider (its value shown) and
     typing changes a text box; either change asks for a live run."""
-    p = _first(pages, "en")
-    block_pyodide(page.context, p.runtime["pyodide"]["indexURL"])
-    page.goto(site_server + p.path)
-    page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+    en = [p for p in pages if p.lang == "en"]
+    assert en, "no en demo pages"
+    block_pyodide(page.context, en[0].runtime["pyodide"]["indexURL"])
+    for p in en:  # the first page whose first demo has a control a key can change
+        page.goto(site_server + p.path)
+        page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+        if page.locator(".kv-demo").first.evaluate(CHANGEABLE):
+            break
+    else:
+        pytest.skip("no en demo has a control that a key can change")
     demo = page.locator(".kv-demo").first
     controls = demo.locator("[data-kind]")
     ids = controls.evaluate_all("els => els.map(e => e.id)")
@@ -98,6 +110,7 @@ def test_controls_work_by_keyboard(page, site_server, pages):
 
     sliders = demo.locator('input[type="range"]')
     texts = demo.locator('input[type="text"]')
+    selects = demo.locator("select").filter(has=page.locator("option:nth-child(2)"))
     if sliders.count():
         s = sliders.first
         s.focus()
@@ -113,14 +126,138 @@ def test_controls_work_by_keyboard(page, site_server, pages):
         page.keyboard.type(" <b>")
         assert t.input_value().endswith(" <b>")
     else:
-        select = demo.locator("select").first
+        select = selects.first
         select.focus()
         before = select.input_value()
-        page.keyboard.press("ArrowDown")
+        last = select.evaluate("s => s.selectedIndex === s.options.length - 1")
+        page.keyboard.press("ArrowUp" if last else "ArrowDown")
         assert select.input_value() != before
     # The change (debounced) starts a live run: with Pyodide unreachable it ends in the message.
     page.wait_for_function(WAIT_RUN, arg=[0, 0], timeout=60_000)
     assert demo.locator(".kv-demo__status--error").count() == 1
+
+
+# Boxes of what can collide in a plot: the legend, the axis titles, the plot area.
+BOXES = """(div) => {
+    const box = (el) => { if (!el) return null; const r = el.getBoundingClientRect();
+        return r.width && r.height ? [r.left, r.top, r.right, r.bottom] : null; };
+    const all = (sel) => [...div.querySelectorAll(sel)].map(box).filter(Boolean);
+    return {
+        div: box(div),
+        legend: box(div.querySelector(".legend")),
+        xtitles: all(".g-xtitle text, .g-x2title text"),
+        plots: all(".cartesianlayer .bg, .nsewdrag"),
+        plotTitle: [...div.querySelectorAll(".g-gtitle text")].map(t => t.textContent).join(""),
+    };
+}"""
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_figures_have_one_title_and_legends_clear_of_the_axes(browser, site_server, pages, width):
+    """The figcaption is a figure's only title (no Plotly title repeats it), and a legend
+    sits above the plot area: it covers neither an x-axis title nor the plot, on a desktop
+    and on a 375 px phone, in both languages."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=width < 500)
+    try:
+        pg = context.new_page()
+        block_pyodide(context, pages[0].runtime["pyodide"]["indexURL"])
+        for p in pages:
+            pg.goto(site_server + p.path)
+            pg.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+            for i, plot in enumerate(pg.locator(".kv-demo .kv-plot").all()):
+                b = plot.evaluate(BOXES)
+                where = (p.path, i, width)
+                assert b["plotTitle"] == "", where
+                if b["legend"]:
+                    assert not any(_overlap(b["legend"], x) for x in b["xtitles"]), where
+                    assert not any(_overlap(b["legend"], a) for a in b["plots"]), where
+                    assert b["legend"][2] <= b["div"][2] + 1, where  # not cut off at the right
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_mode_bar_keeps_the_useful_buttons_in_the_page_language(page, site_server, pages, lang):
+    """Zoom, pan, reset and download stay; the Plotly logo, cloud/Chart Studio links and the
+    selection tools go; on zh-TW pages the tooltips are plotly.js's zh-TW ones."""
+    p = _first(pages, lang)
+    block_pyodide(page.context, p.runtime["pyodide"]["indexURL"])
+    page.goto(site_server + p.path)
+    page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+    plot = page.locator(".kv-demo .kv-plot").first
+    plot.hover()
+    assert plot.locator(".modebar-btn--logo, a.modebar-btn[href*='plotly']").count() == 0
+    cfg = plot.evaluate("d => d._context")
+    assert cfg["displaylogo"] is False
+    assert cfg.get("showSendToCloud", False) is False and cfg.get("showEditInChartStudio", False) is False
+    names = plot.locator(".modebar-btn").evaluate_all("bs => bs.map(b => b.getAttribute('data-title'))")
+    assert not [n for n in names if "Chart Studio" in n or "cloud" in n.lower() or "Plotly" in n]
+    assert plot.evaluate("d => d._context.locale") == lang
+    zoom = plot.locator(".modebar-btn[data-attr='dragmode'][data-val='zoom']").get_attribute("data-title")
+    pan = plot.locator(".modebar-btn[data-attr='dragmode'][data-val='pan']").get_attribute("data-title")
+    assert zoom and pan and len(names) >= 4
+    assert plot.locator(".modebar-btn[data-attr='dragmode'][data-val='select']").count() == 0
+    assert plot.locator(".modebar-btn[data-attr='dragmode'][data-val='lasso']").count() == 0
+    if lang == "en":
+        assert "Download plot as a PNG" in names and zoom == "Zoom"
+    else:
+        assert "Download plot as a PNG" not in names and zoom != "Zoom"
+        assert all(any("\u4e00" <= ch <= "\u9fff" for ch in n) for n in names), names
+    assert page.console_errors == []
+
+
+WRAPS = """() => [...document.querySelectorAll(".kv-demo .kv-table-wrap")].map(
+    w => [w.getAttribute("tabindex"), w.getAttribute("role"), w.getAttribute("aria-label") || ""])"""
+
+
+def _assert_wraps_are_regions(wraps, lang, where):
+    assert wraps, where
+    for tabindex, role, label in wraps:
+        assert (tabindex, role) == ("0", "region") and label.strip(), (where, tabindex, role, label)
+        if lang == "zh-TW":
+            assert any("\u4e00" <= ch <= "\u9fff" for ch in label), (where, label)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_table_wrappers_are_focusable_named_regions(page, site_server, pages, lang):
+    """Every scrolling table wrapper of a demo takes focus and is named in the page's
+    language (WCAG 2.1.1, axe scrollable-region-focusable), before any live run."""
+    mine = [p for p in pages if p.lang == lang]
+    block_pyodide(page.context, mine[0].runtime["pyodide"]["indexURL"])
+    for p in mine:
+        page.goto(site_server + p.path)
+        page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+        _assert_wraps_are_regions(page.evaluate(WRAPS), lang, p.path)
+
+
+@pytest.mark.live
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_table_wrappers_stay_regions_after_a_live_redraw(page, site_server, pages, lang):
+    """A live run replaces the tables: the new wrappers keep tabindex, role and name.
+    Needs KV_PYODIDE_DIST (a local Pyodide distribution, see tools/pyodide_local.md)."""
+    import os
+    from pathlib import Path
+
+    from demo_pages import serve_pyodide
+
+    dist = os.environ.get("KV_PYODIDE_DIST")
+    if not dist:
+        pytest.skip("KV_PYODIDE_DIST not set: the live redraw needs a local Pyodide distribution")
+    # A page whose demo has lesson tables as well as figure tables: the tokens plate.
+    p = next((q for q in pages if q.lang == lang and "tokens" in q.lessons), None) or _first(pages, lang)
+    serve_pyodide(page.context, p.runtime["pyodide"]["indexURL"], Path(dist))
+    page.goto(site_server + p.path)
+    page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+    page.locator(".kv-demo__run").first.click()
+    page.wait_for_function(WAIT_RUN, arg=[0, 0], timeout=240_000)
+    demo = page.locator(".kv-demo").first
+    assert demo.get_attribute("data-kv-live-runs") == "1", demo.locator(".kv-demo__status").text_content()
+    _assert_wraps_are_regions(page.evaluate(WRAPS), lang, p.path)
 
 
 def test_phone_width_has_no_horizontal_overflow(browser, site_server, pages):

@@ -210,6 +210,12 @@ def test_demo_html_is_escaped_labelled_and_round_trips(fixture_lesson, lang):
     section = next(a for t, a in parsed.tags if t == "section")
     assert "data-search-exclude" in section and tags.count("section") == 1
     assert "\n\n" not in html  # one HTML block: Markdown never splits it
+    # Table wrappers scroll sideways on a phone: each is a focusable region named in ``lang``.
+    wraps = [a for t, a in parsed.tags if t == "div" and "kv-table-wrap" in a.get("class", "")]
+    assert len(wraps) == 2  # the figure's data table and the lesson's "Totals" table
+    for a in wraps:
+        assert a.get("tabindex") == "0" and a.get("role") == "region" and a.get("aria-label"), a
+    assert wraps[0]["aria-label"] == s["data_table_of"].replace("{title}", figure["title"])
 
 
 def test_invalid_figure_fails_the_build(fixture_lesson, monkeypatch):
@@ -251,6 +257,20 @@ def test_runtime_config_defaults_and_overrides():
         demo_render.runtime_config({"pyodide": {"run_timeout_s": 0}}, "en", None, "p.js")
     with pytest.raises(demo_render.DemoBlockError, match="mapping"):
         demo_render.runtime_config({"pyodide": "0.28.0"}, "en", None, "p.js")
+
+
+def test_zh_tw_pages_get_plotly_s_zh_tw_locale_of_the_served_version():
+    """The mode bar speaks the page's language: zh-TW pages load plotly.js's zh-TW locale,
+    vendored from the same plotly.js version as the served plotly.min.js (a locale of
+    another major version may name buttons that do not exist)."""
+    assert demo_render.runtime_config({}, "en", None, "p.js")["plotlyLocale"] is None
+    rel = demo_render.runtime_config({}, "zh-TW", None, "p.js")["plotlyLocale"]
+    vendored = ROOT / "overrides" / rel
+    text = vendored.read_text(encoding="utf-8")
+    _, served = demo_assets.plotly_js()
+    assert f"plotly.js v{served} " in text.splitlines()[0], (served, text.splitlines()[0])
+    assert 'name:"zh-TW"' in text and "Plotly.register(locale)" in text
+    assert (vendored.parent / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
 
 
 def test_both_languages_have_the_same_strings():

@@ -34,6 +34,7 @@
     cfg.workerURL = new URL(cfg.worker, root).href;
     cfg.wheelURL = cfg.wheel ? new URL(cfg.wheel, root).href : null;
     cfg.plotlyURL = new URL(cfg.plotly, root).href;
+    cfg.plotlyLocaleURL = cfg.plotlyLocale ? new URL(cfg.plotlyLocale, root).href : null;
     // index_url may be absolute (a CDN) or relative to the site root (self-hosted copy).
     cfg.pyodide.indexURL = new URL(cfg.pyodide.indexURL, root).href;
     return cfg;
@@ -44,28 +45,49 @@
 
   // ------------------------------------------------------------------ plotly.js, on demand
 
+  function loadScript(url) {
+    return new Promise((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = url;
+      s.async = true;
+      s.onload = resolve;
+      s.onerror = () => reject(new Error(`${url} failed to load`));
+      document.head.appendChild(s);
+    });
+  }
+
   let plotlyPromise = null;
   function loadPlotly(url) {
     if (window.Plotly) return Promise.resolve(window.Plotly);
     if (!plotlyPromise) {
-      plotlyPromise = new Promise((resolve, reject) => {
-        const s = document.createElement("script");
-        s.src = url;
-        s.async = true;
-        s.onload = () => resolve(window.Plotly);
-        s.onerror = () => { plotlyPromise = null; reject(new Error("plotly.js failed to load")); };
-        document.head.appendChild(s);
-      });
+      plotlyPromise = loadScript(url).then(() => window.Plotly, (err) => { plotlyPromise = null; throw err; });
     }
     return plotlyPromise;
+  }
+
+  // plotly.js's own translation of its mode-bar tooltips (vendored from the same plotly.js
+  // version; the file calls Plotly.register itself). Without it the figures still work,
+  // in English chrome, so a failure here is not an error for the reader.
+  const localesLoaded = new Map(); // url -> Promise<boolean>
+  function loadPlotlyLocale(url) {
+    if (!url) return Promise.resolve(false);
+    if (!localesLoaded.has(url)) localesLoaded.set(url, loadScript(url).then(() => true, () => false));
+    return localesLoaded.get(url);
   }
 
   function isDark() {
     return document.body.getAttribute("data-md-color-scheme") === "slate";
   }
 
-  // The lesson's layout with the palette's colours on top (text, grid, transparent paper).
-  function themed(layout) {
+  // Below this plot width (a phone held upright), margins and fonts shrink so the plot
+  // area keeps most of the width.
+  const NARROW_PX = 560;
+
+  // The lesson's layout with the palette's colours on top (text, grid, transparent paper),
+  // fitted to the width of ``div``. The figcaption is the figure's title, so a Plotly title
+  // never shows twice; a legend always sits in a row above the plot (Plotly grows the top
+  // margin when it wraps), never under the x-axis title.
+  function themed(layout, div) {
     const css = getComputedStyle(document.body);
     const fg = css.getPropertyValue("--md-default-fg-color").trim() || (isDark() ? "#e2e4e9" : "#222");
     const grid = css.getPropertyValue("--md-default-fg-color--lightest").trim() || (isDark() ? "#444" : "#ddd");
@@ -75,20 +97,108 @@
     out.font = Object.assign({}, layout.font, { color: fg });
     out.autosize = true;
     delete out.width;
+    delete out.title;
+    if (layout.legend) {
+      out.legend = Object.assign({}, layout.legend, { orientation: "h", y: 1.02, yanchor: "bottom", x: 0, xanchor: "left" });
+    }
     const axes = Object.keys(layout).filter((k) => /^[xy]axis\d*$/.test(k));
     for (const k of new Set(["xaxis", "yaxis", ...axes])) {
       out[k] = Object.assign({}, layout[k], { gridcolor: grid, zerolinecolor: grid, linecolor: grid });
     }
+    const width = div ? div.clientWidth : 0;
+    if (width && width < NARROW_PX) {
+      const m = layout.margin || {};
+      const rightAxis = axes.some((k) => layout[k] && layout[k].side === "right");
+      out.margin = Object.assign({}, m, {
+        l: Math.min(m.l ?? 60, 40), r: Math.min(m.r ?? 20, rightAxis ? 48 : 10), b: Math.min(m.b ?? 55, 40),
+      });
+      out.font = Object.assign({}, out.font, { size: Math.min((layout.font && layout.font.size) || 13, 11) });
+      out.legend = Object.assign({}, out.legend, { font: { size: 10 } });
+      for (const k of new Set(["xaxis", "yaxis", ...axes])) out[k].automargin = true;
+      if (Array.isArray(layout.annotations)) {
+        out.annotations = layout.annotations.map((a) => Object.assign({}, a, { font: Object.assign({}, a.font, { size: 9 }) }));
+      }
+      div.dataset.kvNarrow = "true";
+    } else if (div) {
+      delete div.dataset.kvNarrow;
+    }
     return out;
   }
 
-  const PLOT_CONFIG = { responsive: true, displaylogo: false };
+  // The mode bar keeps what helps a reader (zoom, pan, reset, download as PNG) and drops
+  // the Plotly logo, the cloud/Chart Studio links and the selection tools (no use here).
+  const MODEBAR_REMOVE = ["select2d", "lasso2d", "autoScale2d", "toggleSpikelines",
+    "hoverClosestCartesian", "hoverCompareCartesian", "sendDataToCloud", "editInChartStudio"];
+
+  // zh-TW pages use plotly.js's zh-TW dictionary (registered by the vendored locale file;
+  // an unregistered locale falls back to English, never to an error).
+  function plotConfig() {
+    const lang = document.documentElement.lang === "zh-TW" ? "zh-TW" : "en";
+    return {
+      responsive: true,
+      displaylogo: false,
+      showSendToCloud: false,
+      showEditInChartStudio: false,
+      showLink: false,
+      modeBarButtonsToRemove: MODEBAR_REMOVE,
+      locale: lang,
+    };
+  }
+
+  // Legend entries never wrap by themselves in plotly.js: on a narrow plot a long trace
+  // name ran off the right edge. Break it into lines (Plotly reads <br> in names) at
+  // spaces, or anywhere in CJK text, so that each line fits ``maxUnits`` (a CJK character
+  // counts as two).
+  function wrapName(name, maxUnits) {
+    const units = (ch) => (/[\u2e80-\u9fff\uff00-\uffef]/.test(ch) ? 2 : 1);
+    const lines = [];
+    let line = "", size = 0, lastSpace = -1;
+    for (const ch of String(name)) {
+      line += ch;
+      size += units(ch);
+      if (ch === " ") lastSpace = line.length - 1;
+      if (size > maxUnits) {
+        const cut = lastSpace > 0 ? lastSpace : line.length - 1;
+        lines.push(line.slice(0, cut).trimEnd());
+        line = line.slice(lastSpace > 0 ? cut + 1 : cut);
+        size = Array.from(line).reduce((n, c) => n + units(c), 0);
+        lastSpace = line.lastIndexOf(" ");
+      }
+    }
+    if (line) lines.push(line);
+    return lines.join("<br>");
+  }
+
+  function fittedData(data, div) {
+    const width = div ? div.clientWidth : 0;
+    if (!width || width >= NARROW_PX) return data;
+    const maxUnits = Math.max(16, Math.floor((width - 60) / 6)); // ~6 px per unit at 10 px
+    return data.map((tr) => (typeof tr.name === "string" && tr.name.length > maxUnits / 2 && tr.showlegend !== false
+      ? Object.assign({}, tr, { name: wrapName(tr.name, maxUnits) }) : tr));
+  }
 
   function plot(div, figure) {
     div._kvFigure = figure;
     if (!window.Plotly) return null; // plotly.js failed to load: the data tables still update
     div.dataset.kvRenders = String(Number(div.dataset.kvRenders || 0) + 1);
-    return window.Plotly.react(div, figure.data || [], themed(figure.layout || {}), PLOT_CONFIG);
+    return window.Plotly.react(div, fittedData(figure.data || [], div), themed(figure.layout || {}, div), plotConfig());
+  }
+
+  // A phone turned sideways (or a resized window) crosses NARROW_PX: re-fit the figures.
+  let resizeTimer = null;
+  function watchWidth() {
+    if (watchWidth.done) return;
+    watchWidth.done = true;
+    window.addEventListener("resize", () => {
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(() => {
+        if (!window.Plotly) return;
+        document.querySelectorAll(".kv-demo .kv-plot").forEach((div) => {
+          const narrow = div.clientWidth > 0 && div.clientWidth < NARROW_PX;
+          if (div._kvFigure && narrow !== (div.dataset.kvNarrow === "true")) plot(div, div._kvFigure);
+        });
+      }, 200);
+    });
   }
 
   let themeObserver = null;
@@ -249,6 +359,16 @@
     return table;
   }
 
+  // A scrolling table wrapper a keyboard can reach and a screen reader can name (WCAG
+  // 2.1.1; axe scrollable-region-focusable). The pre-rendered wrappers carry the same
+  // attributes (templates/demo.html); a live redraw must not lose them.
+  function markTableWrap(wrap, label) {
+    wrap.setAttribute("tabindex", "0");
+    wrap.setAttribute("role", "region");
+    wrap.setAttribute("aria-label", label);
+    return wrap;
+  }
+
   // ------------------------------------------------------------------ one demo
 
   class Demo {
@@ -406,7 +526,7 @@
       }));
       const tables = this.output.querySelector(".kv-demo__tables");
       tables.replaceChildren(...(out.tables || []).map((t) => {
-        const wrap = el("div", { class: "kv-table-wrap" });
+        const wrap = markTableWrap(el("div", { class: "kv-table-wrap" }), t.title || this.s.table_region);
         wrap.appendChild(tableNode(t, t.title));
         return wrap;
       }));
@@ -435,8 +555,9 @@
         node.querySelector("figcaption").textContent = f.title || "";
         const details = node.querySelector("details.kv-demo__table");
         if (f.table && details) {
-          details.querySelector(".kv-table-wrap").replaceChildren(
-            tableNode(f.table, fill(this.s.data_table_of, { title: f.title || "" })));
+          const caption = fill(this.s.data_table_of, { title: f.title || "" });
+          const wrap = markTableWrap(details.querySelector(".kv-table-wrap"), caption);
+          wrap.replaceChildren(tableNode(f.table, caption));
         }
         plot(node.querySelector(".kv-plot"), f.figure);
         previous = node;
@@ -468,7 +589,8 @@
       return new Demo(section, cfg);
     });
     watchPalette();
-    loadPlotly(cfg.plotlyURL).then(() => {
+    watchWidth();
+    loadPlotly(cfg.plotlyURL).then(() => loadPlotlyLocale(cfg.plotlyLocaleURL)).then(() => {
       for (const d of demos) d.plotInitial();
       document.documentElement.dataset.kvDemosPlotted = "true";
     }, () => { /* the data tables stay as the fallback */ });
