@@ -10,6 +10,7 @@ file; a device kind with no file says so instead of showing anything.
 from __future__ import annotations
 
 import math
+import re
 
 from engine.bench import store
 from lessons.base import select
@@ -32,6 +33,13 @@ _SHAPES = [k for k in SHAPE_LABELS if any(r["shape"] == k for d in _RESULTS.valu
 def _device_label(doc: dict) -> str:
     p = doc["provenance"]
     return f"{p['device']['name']} ({'NumPy' if p['backend'] == 'numpy' else 'CuPy'})"
+
+
+def _short_device(doc: dict) -> str:
+    """A legend-sized device name ("Xeon", "H200"): the full name is in the provenance table."""
+    name = re.sub(r"\((R|TM)\)|\b(Intel|AMD|NVIDIA|Processor|CPU|Core)\b|@.*", "", doc["provenance"]["device"]["name"])
+    name = " ".join(name.split()) or doc["provenance"]["device"]["name"]
+    return name if len(name) <= 18 else name[:17] + "…"
 
 
 CONTROLS = (
@@ -68,7 +76,8 @@ def _series(docs: dict[str, dict], shape: str):
     for doc in docs.values():
         for run in doc["runs"]:
             if run["shape"] == shape:
-                out.append((f"{_device_label(doc)} · {run['dtype']}", doc, run))
+                backend = "NumPy" if doc["provenance"]["backend"] == "numpy" else "CuPy"
+                out.append((f"{_short_device(doc)} {backend} {run['dtype']}", doc, run))
     return out
 
 
@@ -172,7 +181,7 @@ def _roofline(series, lang):
             lo = 10 ** math.floor(math.log10(min(all_ai + [ridge]) / 3))
             hi = 10 ** math.ceil(math.log10(max(all_ai + [ridge]) * 3))
             xs = sorted([lo * (hi / lo) ** (k / 40) for k in range(41)] + [ridge])
-            data.append({"type": "scatter", "mode": "lines", "name": t({"en": f"roof: {_device_label(doc)}",
+            data.append({"type": "scatter", "mode": "lines", "name": t({"en": f"roof: {_short_device(doc)}",
                                                                         "zh-TW": f"屋頂：{_device_label(doc)}"}, lang),
                          "x": floats(xs), "y": floats([min(fl, x * bw) / 1e9 for x in xs]),
                          "line": {"color": COLORS["grey"], "width": 3},
@@ -189,7 +198,7 @@ def _roofline(series, lang):
                   float(f"{p['flops_per_s'] / 1e9:.4g}"), fmt_si(p["achieved_bandwidth"], "B/s"), float(f"{s:.3g}")]
                  for p, s in zip(pts, share)]
     title = t({"en": "Cached decode steps on the roofline", "zh-TW": "使用快取的解碼步驟在屋頂線上的位置"}, lang)
-    lay = layout(title, t({"en": "arithmetic intensity (FLOP per byte moved, log)", "zh-TW": "運算強度（每搬一個位元組的 FLOP 數，對數）"}, lang),
+    lay = layout(title, t({"en": "intensity: FLOP per byte (log)", "zh-TW": "運算強度：FLOP／位元組（對數）"}, lang),
                  t({"en": "GFLOP/s (log)", "zh-TW": "GFLOP/s（對數）"}, lang), xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t({"en": "results", "zh-TW": "結果"}, lang), t({"en": "context", "zh-TW": "上下文"}, lang),
             t({"en": "intensity (FLOP/byte)", "zh-TW": "運算強度（FLOP/位元組）"}, lang), "GFLOP/s",
