@@ -182,7 +182,7 @@ def _roofline(series, lang):
             hi = 10 ** math.ceil(math.log10(max(all_ai + [ridge]) * 3))
             xs = sorted([lo * (hi / lo) ** (k / 40) for k in range(41)] + [ridge])
             data.append({"type": "scatter", "mode": "lines", "name": t({"en": f"roof: {_short_device(doc)}",
-                                                                        "zh-TW": f"屋頂：{_device_label(doc)}"}, lang),
+                                                                        "zh-TW": f"屋頂：{_short_device(doc)}"}, lang),
                          "x": floats(xs), "y": floats([min(fl, x * bw) / 1e9 for x in xs]),
                          "line": {"color": COLORS["grey"], "width": 3},
                          "hovertemplate": f"%{{x:.3g}} {fl_b}<br>%{{y:.4g}} GFLOP/s<extra></extra>"})
