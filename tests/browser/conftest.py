@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from demo_pages import demo_pages
+
 CHROMIUM = os.environ.get("KV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -61,3 +63,12 @@ def page(browser):
         yield pg
     finally:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def pages(built_site):
+    """The built pages that embed demos (tests/browser/demo_pages.py), both languages."""
+    found = demo_pages(built_site)
+    if not found:
+        pytest.skip("the built site has no demos yet (no page embeds a ```kv-demo block)")
+    return found

@@ -6,15 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from demo_pages import WAIT_PLOTTED, WAIT_RUN, block_pyodide, demo_pages, prefix_of, strings
-
-
-@pytest.fixture(scope="module")
-def pages(built_site):
-    found = demo_pages(built_site)
-    if not found:
-        pytest.skip("the built site has no demos yet (no page embeds a ```kv-demo block)")
-    return found
+from demo_pages import WAIT_PLOTTED, WAIT_RUN, block_pyodide, prefix_of, strings
 
 
 def _first(pages, lang):

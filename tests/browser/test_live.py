@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from demo_pages import WAIT_PLOTTED, WAIT_RUN, attempts, demo_pages, prefix_of, serve_pyodide, strings
+from demo_pages import WAIT_PLOTTED, WAIT_RUN, attempts, prefix_of, serve_pyodide, strings
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -54,14 +54,6 @@ def dist() -> Path:
     if missing:
         pytest.fail(f"KV_PYODIDE_DIST={path} lacks {', '.join(missing)}")
     return dist
-
-
-@pytest.fixture(scope="module")
-def pages(built_site):
-    found = demo_pages(built_site)
-    if not found:
-        pytest.skip("the built site has no demos yet (no page embeds a ```kv-demo block)")
-    return found
 
 
 def _close(a, b, where="") -> None:
