@@ -9,6 +9,21 @@ import pytest
 from demo_pages import WAIT_PLOTTED, WAIT_RUN, block_pyodide, prefix_of, strings
 
 
+def _each_plotted_page(browser, site_server, pages, width, height):
+    """Yield (page, demo page) for every demo page at that viewport, pre-rendered figures
+    drawn, Pyodide blocked (these checks are about the page before Python loads)."""
+    context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=width < 500)
+    try:
+        pg = context.new_page()
+        block_pyodide(context, pages[0].runtime["pyodide"]["indexURL"])
+        for p in pages:
+            pg.goto(site_server + p.path)
+            pg.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+            yield pg, p
+    finally:
+        context.close()
+
+
 def _first(pages, lang):
     for p in pages:
         if p.lang == lang:
@@ -153,23 +168,15 @@ def test_figures_have_one_title_and_legends_clear_of_the_axes(browser, site_serv
     """The figcaption is a figure's only title (no Plotly title repeats it), and a legend
     sits above the plot area: it covers neither an x-axis title nor the plot, on a desktop
     and on a 375 px phone, in both languages."""
-    context = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=width < 500)
-    try:
-        pg = context.new_page()
-        block_pyodide(context, pages[0].runtime["pyodide"]["indexURL"])
-        for p in pages:
-            pg.goto(site_server + p.path)
-            pg.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
-            for i, plot in enumerate(pg.locator(".kv-demo .kv-plot").all()):
-                b = plot.evaluate(BOXES)
-                where = (p.path, i, width)
-                assert b["plotTitle"] == "", where
-                if b["legend"]:
-                    assert not any(_overlap(b["legend"], x) for x in b["xtitles"]), where
-                    assert not any(_overlap(b["legend"], a) for a in b["plots"]), where
-                    assert b["legend"][2] <= b["div"][2] + 1, where  # not cut off at the right
-    finally:
-        context.close()
+    for pg, p in _each_plotted_page(browser, site_server, pages, width, 900):
+        for i, plot in enumerate(pg.locator(".kv-demo .kv-plot").all()):
+            b = plot.evaluate(BOXES)
+            where = (p.path, i, width)
+            assert b["plotTitle"] == "", where
+            if b["legend"]:
+                assert not any(_overlap(b["legend"], x) for x in b["xtitles"]), where
+                assert not any(_overlap(b["legend"], a) for a in b["plots"]), where
+                assert b["legend"][2] <= b["div"][2] + 1, where  # not cut off at the right
 
 
 @pytest.mark.parametrize("lang", ["en", "zh-TW"])
@@ -253,20 +260,12 @@ def test_table_wrappers_stay_regions_after_a_live_redraw(page, site_server, page
 
 
 def test_phone_width_has_no_horizontal_overflow(browser, site_server, pages):
-    context = browser.new_context(viewport={"width": 375, "height": 800}, is_mobile=True)
-    try:
-        pg = context.new_page()
-        block_pyodide(context, pages[0].runtime["pyodide"]["indexURL"])
-        for p in pages:
-            pg.goto(site_server + p.path)
-            pg.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
-            widths = pg.evaluate("""() => [...document.querySelectorAll('.kv-demo')].map(
-                d => [d.scrollWidth, d.clientWidth, d.getBoundingClientRect().right])""")
-            for scroll, client, right in widths:
-                assert scroll <= client + 1 and right <= 375 + 1, (p.path, scroll, client, right)
-            assert pg.evaluate("document.documentElement.scrollWidth") <= 375, p.path
-    finally:
-        context.close()
+    for pg, p in _each_plotted_page(browser, site_server, pages, 375, 800):
+        widths = pg.evaluate("""() => [...document.querySelectorAll('.kv-demo')].map(
+            d => [d.scrollWidth, d.clientWidth, d.getBoundingClientRect().right])""")
+        for scroll, client, right in widths:
+            assert scroll <= client + 1 and right <= 375 + 1, (p.path, scroll, client, right)
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 375, p.path
 
 
 def test_figures_follow_the_palette(page, site_server, pages):
