@@ -1,0 +1,176 @@
+"""The course's terminology table: one term per concept, in English and in zh-TW (Taiwan).
+
+Every page, every glossary entry and every string a demo shows (labels, help, figure and
+axis titles, legend names, table headers, notes, error messages) uses the term below for
+its concept. ``avoid_en`` / ``avoid_zh`` are regular expressions for the other names a
+writer reaches for; ``tests/site/test_terminology.py`` (pages) and
+``tests/lessons/test_terminology.py`` (demo strings) fail on any of them.
+
+How the zh-TW column was decided (the reason of each choice is in its row):
+
+* Things a reader learns as Chinese nouns get a Chinese term, introduced once per page in
+  the first-use form 「中文（English）」: 詞元（token）, 嵌入向量（embedding）, KV 快取.
+* The roles inside attention keep their English names, as Taiwanese courses and papers do:
+  query, key, value, head. The formulas write them as letters (Q, K, V) and "KV 快取" is
+  named after two of them; 鍵／值／查詢 would make the letters and the words disagree.
+* Taiwan usage throughout (資料, 記憶體, 快取, 位元組, 預設, 程式碼, 執行); mainland forms
+  are in ``tests/site/test_zh_tw.py`` as well.
+
+A parenthesised gloss after a term, 「詞元（token）」 or "(詞元)", is not checked: that is
+where a page gives the other language's name on first use. The glossary may list search
+aliases in its headings in the same way.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Term:
+    concept: str  # short id; the glossary anchor where the glossary has the term
+    en: str  # the English term
+    zh: str  # the zh-TW term
+    first_zh: str  # first use on a zh-TW page: term plus the English gloss
+    why: str  # why this term and not the others
+    avoid_en: tuple[str, ...] = ()  # regexes for other names of the concept (English text)
+    avoid_zh: tuple[str, ...] = ()  # regexes for other names of the concept (zh-TW text)
+
+
+TERMS: tuple[Term, ...] = (
+    # ------------------------------------------------------------------ text and tokens
+    Term("token", "token", "詞元", "詞元（token）",
+         "詞元 is the Taiwanese NLP literature's word for a token; a bare English 'token' "
+         "beside it read as a second concept.",
+         avoid_zh=(r"(?<![A-Za-z_])[Tt]okens?(?![A-Za-z_])",)),
+    Term("tokenizer", "tokenizer", "tokenizer", "tokenizer（斷詞器）",
+         "Kept in English: 分詞器 and 斷詞器 both circulate and neither is settled; the "
+         "glossary lists them as search aliases.",
+         avoid_zh=(r"分詞器", r"斷詞器")),
+    Term("prompt", "prompt", "提示詞", "提示詞（prompt）",
+         "提示詞 as in 提示詞工程; a bare 提示 also means a hint or tip, which the UI needs.",
+         avoid_zh=(r"提示(?!詞)",)),
+    Term("context-window", "context window", "上下文視窗", "上下文視窗（context window）",
+         "視窗 is Taiwan's word for a window; 窗口 is mainland usage.",
+         avoid_zh=(r"窗口", r"語境視窗")),
+    Term("vocabulary", "vocabulary", "詞彙表", "詞彙表（vocabulary）",
+         "One word for the tokenizer's list of tokens.",
+         avoid_zh=(r"詞表(?!示)", r"字彙表")),
+    # ------------------------------------------------------------------ vectors
+    Term("embedding", "embedding", "嵌入向量", "嵌入向量（embedding）",
+         "A Chinese noun for the vector a token becomes; 'Embedding 向量' mixed both and a "
+         "bare 嵌入 reads as the verb.",
+         avoid_en=(r"embedding vector",),
+         avoid_zh=(r"(?<![A-Za-z_])[Ee]mbeddings?(?![A-Za-z_])", r"嵌入(?!向量)")),
+    # ------------------------------------------------------------------ inside attention
+    Term("query", "query", "query", "query（查詢向量）",
+         "Kept in English with key and value (see the module doc): plate 4 promises the three "
+         "names the formulas abbreviate as Q, K, V.",
+         avoid_zh=(r"查詢向量", r"(?<![組多])查詢")),
+    Term("key", "key", "key", "key（鍵向量）",
+         "Kept in English (see query).",
+         avoid_zh=(r"鍵向量", r"(?<![關按])鍵(?![盤入])")),
+    Term("value", "value", "value", "value（值向量）",
+         "Kept in English (see query).",
+         avoid_zh=(r"值向量",)),
+    Term("head", "head", "head", "head（注意力頭）",
+         "Kept in English like query/key/value; compounds follow it: query head, KV head, "
+         "head 維度. 多頭注意力 stays as the established name of multi-head attention.",
+         avoid_en=(r"attention-head dimension",),
+         avoid_zh=(r"注意力頭", r"查詢頭", r"KV ?頭", r"每頭", r"個頭(?!髮)", r"頭維度")),
+    Term("head-dim", "head dimension", "head 維度", "head 維度（head_dim）",
+         "Numbers per head per vector; 'size' was read as bytes.",
+         avoid_en=(r"head size",),
+         avoid_zh=(r"head ?大小", r"每頭維度")),
+    Term("feed-forward", "feed-forward network (FFN)", "前饋網路", "前饋網路（FFN）",
+         "One name for the SwiGLU block after attention.",
+         avoid_en=(r"feed-forward (?:block|layer)",),
+         avoid_zh=(r"前饋層", r"前饋神經網路")),
+    Term("gqa", "grouped-query attention (GQA)", "分組查詢注意力", "分組查詢注意力（GQA）",
+         "The established Chinese name; the letters follow on first use."),
+    Term("mqa", "multi-query attention (MQA)", "多查詢注意力", "多查詢注意力（MQA）",
+         "Parallel to GQA's name."),
+    Term("mha", "multi-head attention (MHA)", "多頭注意力", "多頭注意力（MHA）",
+         "The established Chinese name of the original attention."),
+    # ------------------------------------------------------------------ generation
+    Term("sampling", "sampling", "取樣", "取樣（sampling）",
+         "取樣 is the Taiwan term; 採樣 is mainland usage and 抽樣 means survey sampling.",
+         avoid_zh=(r"採樣", r"抽樣")),
+    Term("prefill", "prefill", "預填", "預填（prefill）",
+         "The pages explain the phase in Chinese; the English word stays as the gloss.",
+         avoid_zh=(r"(?<![A-Za-z_])[Pp]refill(?![A-Za-z_])",)),
+    Term("decode", "decode", "解碼", "解碼（decode）",
+         "As prefill.",
+         avoid_zh=(r"(?<![A-Za-z_.])[Dd]ecode(?![A-Za-z_(])",)),
+    Term("kv-cache", "KV cache", "KV 快取", "KV 快取（KV cache）",
+         "快取 is Taiwan's word for cache; KV keeps the letters of key and value.",
+         avoid_en=(r"\bK/V cache", r"\bkv cache", r"\bkey-value cache"),
+         avoid_zh=(r"KV[- ]?cache", r"KV快取", r"K/V ?快取")),
+    # ------------------------------------------------------------------ hardware and cost
+    Term("flops", "FLOPs (a count) / FLOP/s (a rate)", "浮點運算次數", "浮點運算次數（FLOPs）",
+         "FLOPs counts operations, FLOP/s is a speed; FLOPS in capitals mixes the two.",
+         avoid_en=(r"\bFLOPS\b", r"FLOPs/s", r"FLOPs per second"),
+         avoid_zh=(r"\bFLOPS\b", r"FLOPs/s")),
+    Term("roofline", "roofline", "Roofline", "Roofline 模型",
+         "Williams et al.'s name, kept as a proper name; 屋頂線 is a literal rendering nobody "
+         "in Taiwan uses.",
+         avoid_zh=(r"屋頂線",)),
+    Term("ridge-point", "ridge point", "脊點", "脊點（ridge point）",
+         "Where the roofline's slope meets its roof."),
+    Term("arithmetic-intensity", "arithmetic intensity", "運算強度", "運算強度（arithmetic intensity）",
+         "FLOPs per byte moved.",
+         avoid_zh=(r"算術強度", r"計算強度")),
+    Term("compute", "compute throughput", "運算能力", "運算能力",
+         "算力 is mainland shorthand.",
+         avoid_zh=(r"算力",)),
+    Term("dram-die", "die", "晶粒", "晶粒（die）",
+         "A die is one piece of silicon (晶粒); a chip (晶片) is the packaged part.",
+         avoid_zh=(r"DRAM 晶片",)),
+    Term("batch", "batch", "批次", "批次（batch）",
+         "Taiwan usage; 批量 and 批處理 are mainland forms.",
+         avoid_zh=(r"批量", r"批處理")),
+    # ------------------------------------------------------------------ the site itself
+    Term("plate", "plate", "張", "第 N 張",
+         "The course is a set of plates, counted 第 1 張 … 第 8 張.",
+         avoid_en=(r"\bpanels?\b",),
+         avoid_zh=(r"小圖", r"小教室圖", r"課程圖卡", r"\d\s*幅", r"這幅", r"前面幾幅")),
+    Term("demo", "live demo", "即時示範", "即時示範",
+         "One name for a demo that reruns in the browser.",
+         avoid_en=(r"interactive demo",),
+         avoid_zh=(r"互動示範",)),
+    Term("repository", "repository", "儲存庫", "儲存庫（repository）",
+         "Taiwan usage for a Git repository.",
+         avoid_zh=(r"版本庫",)),
+    Term("millimetre", "millimetre", "公釐", "公釐",
+         "Taiwan's unit name; 毫米 is mainland usage.",
+         avoid_zh=(r"毫米",)),
+    Term("language", "Traditional Chinese (Taiwan)", "繁體中文（台灣）", "繁體中文（台灣）",
+         "The site's second language is a script and a locale, not a spoken variety.",
+         avoid_en=(r"Taiwanese Mandarin",)),
+)
+
+_BY_CONCEPT = {t.concept: t for t in TERMS}
+
+# A gloss in parentheses after a term is where the other name belongs: not checked.
+_GLOSS = re.compile(r"（[^（）]*）|\((?:[^()]*[\u4e00-\u9fff][^()]*)\)")
+
+
+def term(concept: str) -> Term:
+    """The row for ``concept`` (KeyError names the known concepts)."""
+    try:
+        return _BY_CONCEPT[concept]
+    except KeyError:
+        raise KeyError(f"no term {concept!r}; known: {', '.join(sorted(_BY_CONCEPT))}") from None
+
+
+def variants(text: str, lang: str) -> list[tuple[str, str]]:
+    """(concept, matched text) for every non-table name of a concept in ``text``.
+
+    ``lang`` is "en" or "zh-TW"; parenthesised glosses are skipped (see the module doc).
+    """
+    plain = _GLOSS.sub(" ", text)
+    found = []
+    for t in TERMS:
+        for pattern in (t.avoid_zh if lang == "zh-TW" else t.avoid_en):
+            found += [(t.concept, m.group(0)) for m in re.finditer(pattern, plain)]
+    return found
