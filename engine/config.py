@@ -8,18 +8,11 @@ max_position_embeddings).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields
 
+from engine.checks import check_int, check_number
+
 DTYPES = ("float32", "float16")
-
-
-def _check_int(name: str, value, minimum: int = 1) -> None:
-    # bool is an int subclass; True as a layer count is always a mistake
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"Config.{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"Config.{name} must be >= {minimum}, got {value}")
 
 
 @dataclass(frozen=True)
@@ -34,10 +27,14 @@ class Config:
     rope_theta: float = 10000.0  # RoPE base; Llama 3 uses 500000
     norm_eps: float = 1e-5  # RMSNorm epsilon
     dtype: str = "float32"  # weights, activations and KV cache: "float32" or "float16"
+    sliding_window: int | None = None  # W: a query sees only the last W positions (Mistral); None = all
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim", "max_seq_len"):
-            _check_int(name, getattr(self, name))
+            object.__setattr__(self, name, check_int(f"Config.{name}", getattr(self, name), minimum=1))
+        if self.sliding_window is not None:
+            object.__setattr__(self, "sliding_window",
+                               check_int("Config.sliding_window", self.sliding_window, minimum=1))
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"Config.d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}) "
@@ -54,12 +51,10 @@ class Config:
                 f"in grouped-query attention each key/value head serves n_heads/n_kv_heads query heads"
             )
         for name in ("rope_theta", "norm_eps"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise TypeError(f"Config.{name} must be a number, got {type(v).__name__} {v!r}")
-            if not math.isfinite(v) or v <= 0:
+            v = check_number(f"Config.{name}", getattr(self, name))
+            if v <= 0:
                 raise ValueError(f"Config.{name} must be a finite number > 0, got {v!r}")
-            object.__setattr__(self, name, float(v))
+            object.__setattr__(self, name, v)
         dtype = self.dtype
         if not isinstance(dtype, str):  # accept numpy dtypes and type objects, store the name
             dtype = getattr(dtype, "__name__", None) or str(dtype)

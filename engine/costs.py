@@ -18,6 +18,7 @@ Conventions (the lessons and the benchmark page quote these, so they are spelled
 """
 from __future__ import annotations
 
+from engine.checks import check_int
 from engine.config import Config
 
 
@@ -25,10 +26,7 @@ def _check(cfg, **ints):
     if not isinstance(cfg, Config):
         raise TypeError(f"expected an engine Config, got {type(cfg).__name__}")
     for name, v in ints.items():
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
-        if v < 0:
-            raise ValueError(f"{name} must be >= 0, got {v}")
+        check_int(name, v, minimum=0)
 
 
 def layer_params(cfg: Config) -> int:
@@ -87,10 +85,7 @@ def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int, seq_len: int, 
     """
     for name, v in dict(n_layers=n_layers, n_kv_heads=n_kv_heads, head_dim=head_dim, seq_len=seq_len,
                         batch=batch, dtype_bytes=dtype_bytes).items():
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
-        if v < 0:
-            raise ValueError(f"{name} must be >= 0, got {v}")
+        check_int(name, v, minimum=0)
     return 2 * n_layers * n_kv_heads * head_dim * seq_len * batch * dtype_bytes
 
 
@@ -98,8 +93,10 @@ def decode_step_bytes(cfg: Config, context_len: int, use_cache: bool, dtype_byte
     """Bytes moved between memory and the compute units for one decode step (see module doc)."""
     _check(cfg, context_len=context_len)
     b = cfg.dtype_bytes if dtype_bytes is None else dtype_bytes
-    if isinstance(b, bool) or not isinstance(b, int) or b <= 0:
-        raise ValueError(f"dtype_bytes must be a positive int, got {b!r}")
+    try:
+        b = check_int("dtype_bytes", b, minimum=1)
+    except TypeError as e:
+        raise ValueError(str(e)) from None
     L, KV, hd = cfg.n_layers, cfg.n_kv_heads, cfg.head_dim
     resident = cfg.n_layers * layer_params(cfg) + cfg.d_model + cfg.d_model * cfg.vocab_size  # all but embed
     n_rows = 1 if use_cache else context_len + 1  # tokens that go through the model

@@ -18,7 +18,8 @@ import numpy as np
 
 from engine import costs
 from engine.backend import synchronize, to_numpy
-from engine.model import Transformer, check_ids
+from engine.checks import check_fits, check_ids, check_int
+from engine.model import Transformer
 from engine.sampling import SamplingParams, sample, softmax, top_entries
 
 
@@ -68,8 +69,7 @@ class Generator:
         params = SamplingParams() if params is None else params
         if not isinstance(params, SamplingParams):
             raise TypeError(f"params must be a SamplingParams, got {type(params).__name__}")
-        if isinstance(n_top, bool) or not isinstance(n_top, int) or n_top < 0:
-            raise ValueError(f"n_top must be an int >= 0, got {n_top!r}")
+        n_top = check_int("n_top", n_top, minimum=0)
         self.model = model
         self.tokenizer = tokenizer
         self.params = params
@@ -96,22 +96,12 @@ class Generator:
         if isinstance(prompt, str):
             if not prompt:
                 raise ValueError("the prompt is empty; type at least one character")
-            ids = list(self.tokenizer.encode(prompt))
-            if ids:  # a tokenizer with more ids than the model has is a setup error: say so now
-                ids = check_ids(ids, self.model.config.vocab_size).tolist()
-        elif isinstance(prompt, (list, tuple, np.ndarray)):
-            if len(prompt) == 0:
-                raise ValueError("the prompt is empty (no tokens); give at least one token")
-            ids = check_ids(prompt, self.model.config.vocab_size).tolist()
-        else:
+            prompt = self.tokenizer.encode(prompt)
+        elif not isinstance(prompt, (list, tuple, np.ndarray)):
             raise TypeError(f"the prompt must be text or a list of token ids, got {type(prompt).__name__}")
-        if not ids:
-            raise ValueError("the prompt is empty (no tokens); give at least one token")
-        window = self.model.config.max_seq_len
-        if len(ids) > window:
-            raise ValueError(
-                f"the prompt is {len(ids)} tokens but the model's context window is {window}; shorten it"
-            )
+        # also catches a tokenizer with more ids than the model has: a setup error, said now
+        ids = check_ids(list(prompt), self.model.config.vocab_size).tolist()
+        check_fits(0, len(ids), self.model.config.max_seq_len, hint="shorten the prompt")
         return ids
 
     def start(self, prompt, trace: bool = False) -> Step:
@@ -131,11 +121,10 @@ class Generator:
         if not self.ids:
             raise RuntimeError("call start(prompt) before step()")
         cfg = self.model.config
-        if len(self.ids) > cfg.max_seq_len:
-            raise ValueError(
-                f"the context window is full ({cfg.max_seq_len} tokens): the model cannot read another "
-                f"token; start again with a shorter prompt or fewer new tokens"
-            )
+        # the newest token is fed at position len(ids) - 1; forward would refuse it too, but
+        # after the cache lost track of nothing -- say it in the reader's terms first
+        check_fits(len(self.ids) - 1, 1, cfg.max_seq_len,
+                   hint="the context window is full: start again with a shorter prompt or fewer new tokens")
         context = len(self.ids) - 1  # tokens before the one fed now
         feed = self.ids[-1:] if self.use_cache else self.ids
         return self._run(feed, trace, "decode",
@@ -144,18 +133,12 @@ class Generator:
 
     def generate(self, prompt, max_new_tokens: int, trace: bool = False, stop_at_eos: bool = True) -> list[Step]:
         """start + step until max_new_tokens tokens (or the end-of-text token) came out."""
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)):
-            raise TypeError(f"max_new_tokens must be an int, got {type(max_new_tokens).__name__}")
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
         ids = self.encode_prompt(prompt)
         window = self.model.config.max_seq_len
         # the last new token is never fed back, so it needs no position of its own
-        if len(ids) + max_new_tokens - 1 > window:
-            raise ValueError(
-                f"the prompt ({len(ids)} tokens) plus {max_new_tokens} new tokens does not fit the "
-                f"context window of {window}; ask for at most {window - len(ids) + 1} new tokens"
-            )
+        check_fits(len(ids), max_new_tokens - 1, window,
+                   hint=f"ask for at most {window - len(ids) + 1} new tokens")
         eos = getattr(self.tokenizer, "eos_id", None) if stop_at_eos else None
         steps = [self.start(ids, trace=trace)]
         while len(steps) < max_new_tokens and steps[-1].token_id != eos:

@@ -33,10 +33,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
-from engine.cache import KVCache
+from engine.cache import BaseCache, KVCache
+from engine.checks import check_fits, check_ids, check_int
 from engine.config import Config
 
 # --------------------------------------------------------------------------- weights
@@ -109,35 +111,67 @@ def softmax(s, xp):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def attention(x, wqkv, wo, c: Config, cos, sin, pos: int, cache: KVCache | None, layer: int, xp):
+class Layer(NamedTuple):
+    """One block's weights as the forward pass uses them (Q|K|V and gate|up side by side)."""
+
+    attn_norm: object  # [D]
+    wqkv: object  # [D, (H+2KV)*hd]
+    wo: object  # [H*hd, D]
+    mlp_norm: object  # [D]
+    w_gate_up: object  # [D, 2F]
+    w_down: object  # [F, D]
+
+
+def attention_mask(c: Config, pos: int, T: int, key_pos, xp):
+    """Which keys each new query may not see: bool [T, S], or None when it sees them all.
+
+    Query i sits at position pos+i. A key at position p is hidden when it lies in the future
+    (p > pos+i) or, with a sliding window W, when it has fallen out of the window
+    (pos+i - p >= W). ``key_pos`` [S] gives each key slot's position; None means slots
+    0 .. S-1 hold positions 0 .. S-1 (a plain cache, or no cache).
+    """
+    S = T + pos if key_pos is None else key_pos.shape[0]
+    W = c.sliding_window
+    if T == 1 and key_pos is None and (W is None or S <= W):
+        return None  # one new token at the end of a full history: it may read every key
+    kp = xp.arange(S) if key_pos is None else xp.asarray(key_pos)  # [S]
+    qp = pos + xp.arange(T)  # [T]
+    hidden = kp[None, :] > qp[:, None]  # [T, S] the future
+    if W is not None:
+        hidden |= qp[:, None] - kp[None, :] >= W  # [T, S] out of the window
+    return hidden
+
+
+def attention(x, layer: Layer, c: Config, cos, sin, pos: int, cache: BaseCache | None, index: int, xp):
     """Causal grouped-query self-attention of x [T, D] at positions pos .. pos+T-1.
 
-    With a cache, the new K/V are written into slots pos .. pos+T-1 and the queries attend
-    to slots 0 .. pos+T-1; without one, pos is 0 and the queries attend to each other only.
+    With a cache, the new K/V go into it (layer ``index``) and the queries attend to what
+    the cache hands back; without one, pos is 0 and the queries attend to each other only.
     Returns (out [T, D], probs [H, T, S] float32, scores [H, T, S] float32).
     """
     T = x.shape[0]
     H, KV, hd = c.n_heads, c.n_kv_heads, c.head_dim
     G = H // KV
-    qkv = (x @ wqkv).reshape(T, H + 2 * KV, hd)  # [T, H+2KV, hd]
+    qkv = (x @ layer.wqkv).reshape(T, H + 2 * KV, hd)  # [T, H+2KV, hd]
     qk = apply_rope(qkv[:, : H + KV], cos, sin, xp)  # [T, H+KV, hd]
     q = qk[:, :H].transpose(1, 0, 2)  # [H, T, hd]
     k = qk[:, H:].transpose(1, 0, 2)  # [KV, T, hd]
     v = qkv[:, H + KV :].transpose(1, 0, 2)  # [KV, T, hd]
+    key_pos = None
     if cache is not None:
-        k, v = cache.store(layer, k, v)  # [KV, S, hd] views of the cache
+        k, v, key_pos = cache.store(index, k, v)  # [KV, S, hd] what the new queries may read
     S = k.shape[1]
     # query head h reads KV head h // G: group the queries instead of repeating K and V
     q = q.reshape(KV, G * T, hd)  # [KV, G*T, hd]
     scores = (q @ k.transpose(0, 2, 1)).reshape(H, T, S)  # [H, T, S]
     scores = scores.astype("float32", copy=False) * (1.0 / hd**0.5)
-    if T > 1:  # causal mask: position pos+i sees keys 0 .. pos+i
-        future = xp.arange(S)[None, :] > (pos + xp.arange(T))[:, None]  # [T, S]
-        scores = xp.where(future, -xp.inf, scores)  # [H, T, S]
+    hidden = attention_mask(c, pos, T, key_pos, xp)  # [T, S] or None
+    if hidden is not None:
+        scores = xp.where(hidden, -xp.inf, scores)  # [H, T, S]
     probs = softmax(scores, xp)  # [H, T, S] float32
     out = probs.astype(x.dtype, copy=False).reshape(KV, G * T, S) @ v  # [KV, G*T, hd]
     out = out.reshape(H, T, hd).transpose(1, 0, 2).reshape(T, H * hd)  # [T, H*hd]
-    return out @ wo, probs, scores  # [T, D]
+    return out @ layer.wo, probs, scores  # [T, D]
 
 
 # --------------------------------------------------------------------------- mlp
@@ -170,32 +204,6 @@ class Trace:
     hidden: list = field(default_factory=list)
 
 
-def check_ids(ids, vocab_size: int) -> np.ndarray:
-    """Token ids (list/tuple/1-D integer array) -> int64 array [T]; clear errors otherwise."""
-    if isinstance(ids, (str, bytes)):
-        raise TypeError("token ids must be a list of ints, got a string; encode it first: tok.encode(text)")
-    if isinstance(ids, np.ndarray) or hasattr(ids, "__array__") and hasattr(ids, "dtype"):
-        arr = np.asarray(ids.get() if hasattr(ids, "get") else ids)
-        if arr.ndim != 1:
-            raise ValueError(f"token ids must be one sequence (1-D), got shape {arr.shape}")
-        if arr.dtype.kind not in "iu":
-            raise TypeError(f"token ids must be integers, got an array of {arr.dtype}")
-        arr = arr.astype(np.int64, copy=False)
-    elif isinstance(ids, (list, tuple)):
-        for t in ids:
-            if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
-                raise TypeError(f"token ids must be ints, got {type(t).__name__} {t!r}")
-        arr = np.array(ids, dtype=np.int64)
-    else:
-        raise TypeError(f"token ids must be a list of ints, got {type(ids).__name__}")
-    if arr.size == 0:
-        raise ValueError("no tokens: the prompt is empty; give at least one token")
-    bad = (arr < 0) | (arr >= vocab_size)
-    if bad.any():
-        raise ValueError(f"token id {int(arr[bad][0])} is outside the vocabulary 0 .. {vocab_size - 1}")
-    return arr
-
-
 class Transformer:
     """The weights plus the forward pass. Holds no run state: that lives in a KVCache."""
 
@@ -221,23 +229,24 @@ class Transformer:
         self.norm = load("norm")  # [D]
         self.lm_head = load("lm_head")  # [D, V]
         self.weights = {"embed": self.embed}
-        self.layers = []  # per layer: (attn_norm, wqkv, wo, mlp_norm, w_gate_up, w_down)
+        self.layers: list[Layer] = []
         for i in range(c.n_layers):
             p = f"layers.{i}."
             wqkv = xp.concatenate([load(p + "wq"), load(p + "wk"), load(p + "wv")], axis=1)  # [D, (H+2KV)*hd]
             w_gate_up = xp.concatenate([load(p + "w_gate"), load(p + "w_up")], axis=1)  # [D, 2F]
-            layer = (load(p + "attn_norm"), wqkv, load(p + "wo"), load(p + "mlp_norm"), w_gate_up, load(p + "w_down"))
+            layer = Layer(attn_norm=load(p + "attn_norm"), wqkv=wqkv, wo=load(p + "wo"),
+                          mlp_norm=load(p + "mlp_norm"), w_gate_up=w_gate_up, w_down=load(p + "w_down"))
             self.layers.append(layer)
             self.weights.update({
-                p + "attn_norm": layer[0],
+                p + "attn_norm": layer.attn_norm,
                 p + "wq": wqkv[:, : H * hd],
                 p + "wk": wqkv[:, H * hd : (H + KV) * hd],
                 p + "wv": wqkv[:, (H + KV) * hd :],
-                p + "wo": layer[2],
-                p + "mlp_norm": layer[3],
+                p + "wo": layer.wo,
+                p + "mlp_norm": layer.mlp_norm,
                 p + "w_gate": w_gate_up[:, :F],
                 p + "w_up": w_gate_up[:, F:],
-                p + "w_down": layer[5],
+                p + "w_down": layer.w_down,
             })
         self.weights.update({"norm": self.norm, "lm_head": self.lm_head})
         self.cos, self.sin = rope_tables(c, xp)  # [max_seq_len, hd]
@@ -248,8 +257,7 @@ class Transformer:
     def random(cls, config: Config, seed: int = 0, xp=np) -> "Transformer":
         """Random weights, scaled so activations stay O(1): std 1/sqrt(fan_in) for matrices,
         with the residual-branch outputs (wo, w_down) further divided by sqrt(2L)."""
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        seed = check_int("seed", seed, minimum=0)
         rng = np.random.default_rng(seed)
         out_scale = 1.0 / (2 * config.n_layers) ** 0.5
         weights = {}
@@ -279,7 +287,7 @@ class Transformer:
 
     # ------------------------------------------------------------------ forward
 
-    def forward(self, ids, cache: KVCache | None = None, trace: bool = False, last_only: bool = False):
+    def forward(self, ids, cache: BaseCache | None = None, trace: bool = False, last_only: bool = False):
         """Logits [T, V] (float32) for token ids [T] placed at positions cache.length ...
 
         Without a cache the ids are the whole sequence, from position 0. With one, they
@@ -292,16 +300,12 @@ class Transformer:
         T = ids.shape[0]
         pos = 0
         if cache is not None:
-            if not isinstance(cache, KVCache):
-                raise TypeError(f"cache must be a KVCache (model.new_cache()), got {type(cache).__name__}")
+            if not isinstance(cache, BaseCache):
+                raise TypeError(f"cache must be a KVCache or one of its siblings (model.new_cache()), got {type(cache).__name__}")
             if cache.config != c:
                 raise ValueError("this KV cache was made for a different model config; use model.new_cache()")
             pos = cache.length
-        if pos + T > c.max_seq_len:
-            raise ValueError(
-                f"too many tokens: {pos} already in context + {T} new = {pos + T}, but the context "
-                f"window is {c.max_seq_len}; shorten the prompt or generate fewer tokens"
-            )
+        check_fits(pos, T, c.max_seq_len)
         if cache is not None:
             cache.check_room(T)
         tr = Trace(start=pos) if trace else None
@@ -310,10 +314,10 @@ class Transformer:
         x = self.embed[xp.asarray(ids)]  # [T, D]
         if tr is not None:
             tr.hidden.append(x)
-        for layer, (attn_norm, wqkv, wo, mlp_norm, w_gate_up, w_down) in enumerate(self.layers):
-            a, probs, scores = attention(rmsnorm(x, attn_norm, c.norm_eps), wqkv, wo, c, cos, sin, pos, cache, layer, xp)
+        for index, layer in enumerate(self.layers):
+            a, probs, scores = attention(rmsnorm(x, layer.attn_norm, c.norm_eps), layer, c, cos, sin, pos, cache, index, xp)
             x = x + a  # [T, D]
-            x = x + mlp(rmsnorm(x, mlp_norm, c.norm_eps), w_gate_up, w_down, c.ffn_dim, xp)  # [T, D]
+            x = x + mlp(rmsnorm(x, layer.mlp_norm, c.norm_eps), layer.w_gate_up, layer.w_down, c.ffn_dim, xp)  # [T, D]
             if tr is not None:
                 tr.attn.append(probs)
                 tr.scores.append(scores)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.checks import check_int, check_number
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -19,26 +21,16 @@ class SamplingParams:
     seed: int | None = 0  # seeds np.random.default_rng; None = fresh entropy each start
 
     def __post_init__(self):
-        t = self.temperature
-        if isinstance(t, bool) or not isinstance(t, (int, float)):
-            raise TypeError(f"temperature must be a number, got {type(t).__name__} {t!r}")
-        if not math.isfinite(t) or t < 0:
-            raise ValueError(f"temperature must be a finite number >= 0 (0 means greedy), got {t!r}")
-        k = self.top_k
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-            raise TypeError(f"top_k must be an int, got {type(k).__name__} {k!r}")
-        if k < 0:
-            raise ValueError(f"top_k must be >= 0 (0 turns it off), got {k}")
-        p = self.top_p
-        if isinstance(p, bool) or not isinstance(p, (int, float)):
-            raise TypeError(f"top_p must be a number, got {type(p).__name__} {p!r}")
-        if not (0 < p <= 1):  # also catches NaN
+        t = check_number("temperature", self.temperature, minimum=0.0,
+                         rule="a finite number >= 0 (0 means greedy)")
+        k = check_int("top_k", self.top_k, minimum=0)
+        p = check_number("top_p", self.top_p, rule="in (0, 1] (1 turns it off)")
+        if not 0 < p <= 1:
             raise ValueError(f"top_p must be in (0, 1] (1 turns it off), got {p!r}")
-        s = self.seed
-        if s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0):
-            raise ValueError(f"seed must be None or an int >= 0, got {s!r}")
-        object.__setattr__(self, "temperature", float(t))
-        object.__setattr__(self, "top_k", int(k))
+        if self.seed is not None:
+            check_int("seed", self.seed, minimum=0)
+        object.__setattr__(self, "temperature", t)
+        object.__setattr__(self, "top_k", k)
         object.__setattr__(self, "top_p", float(p))
 
     @property

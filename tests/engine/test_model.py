@@ -23,6 +23,8 @@ BASE = dict(vocab_size=50, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_
     ({"norm_eps": float("nan")}, ValueError, "norm_eps"),
     ({"rope_theta": "1e4"}, TypeError, "rope_theta"),
     ({"dtype": "bfloat16"}, ValueError, "dtype"),
+    ({"sliding_window": 0}, ValueError, "sliding_window must be >= 1"),
+    ({"sliding_window": 4.0}, TypeError, "sliding_window must be an int"),
 ])
 def test_config_rejects_bad_values_with_a_clear_message(over, exc, msg):
     with pytest.raises(exc, match=msg):
@@ -269,3 +271,38 @@ def test_hf_config_mapping_refuses_what_the_engine_cannot_run():
     assert np.array_equal(weights_from_hf(tied, cfg)["lm_head"], m.weights["embed"].T)
     with pytest.raises(ValueError, match="lacks 1 weight"):
         weights_from_hf({k: v for k, v in sd.items() if k != "model.norm.weight"}, cfg)
+
+
+# --------------------------------------------------------------------------- sliding window
+
+
+def test_sliding_window_mask_hides_the_future_and_the_old():
+    from engine.model import attention_mask
+
+    c = Config(**{**BASE, "sliding_window": 3})
+    hidden = attention_mask(c, pos=2, T=3, key_pos=None, xp=np)  # queries at 2, 3, 4; keys 0 .. 4
+    sees = [[int(not h) for h in row] for row in hidden]
+    assert sees == [[1, 1, 1, 0, 0], [0, 1, 1, 1, 0], [0, 0, 1, 1, 1]]
+    assert attention_mask(Config(**BASE), pos=7, T=1, key_pos=None, xp=np) is None  # decode, no window
+    slots = attention_mask(c, pos=9, T=1, key_pos=np.array([9, 7, 8, 6]), xp=np)  # slots out of order
+    assert [int(not h) for h in slots[0]] == [1, 1, 1, 0]
+
+
+@pytest.mark.parametrize("W", [1, 3, 5])
+def test_one_layer_with_a_window_sees_only_the_last_w_tokens(W):
+    """RoPE scores depend on relative positions only, so in a one-layer model the last
+    position with window W must give the logits of the same model fed only the last W
+    tokens -- an independent check of the window mask (cache or no cache)."""
+    c = Config(**{**BASE, "n_layers": 1})
+    windowed = Transformer(Config(**{**BASE, "n_layers": 1, "sliding_window": W}),
+                           Transformer.random(c, seed=3).weights)
+    plain = Transformer.random(c, seed=3)
+    ids = list(np.random.default_rng(W).integers(0, 50, size=11))
+    want = plain.forward(ids[-W:])[-1]
+    np.testing.assert_allclose(windowed.forward(ids)[-1], want, atol=1e-5)
+    cache = windowed.new_cache()
+    windowed.forward(ids[:6], cache=cache)
+    for t in ids[6:]:
+        got = windowed.forward([t], cache=cache)[-1]
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert not np.allclose(plain.forward(ids)[-1], want, atol=1e-3)  # the window matters here

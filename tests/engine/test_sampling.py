@@ -22,7 +22,7 @@ LOGITS = np.array([2.0, 1.0, 0.5, 3.0, -1.0, 3.0 - 1e-3], dtype=np.float32)
     ({"top_p": float("nan")}, ValueError, "top_p"),
     ({"top_p": None}, TypeError, "top_p must be a number"),
     ({"seed": -1}, ValueError, "seed"),
-    ({"seed": "x"}, ValueError, "seed"),
+    ({"seed": "x"}, TypeError, "seed must be an int"),
 ])
 def test_bad_params_are_refused(kw, exc, msg):
     with pytest.raises(exc, match=msg):
