@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
 from engine.bench import report, schema, store
 from engine.bench.backend import BenchError
-from engine.bench.runner import Options, run_benchmark
+from engine.bench.runner import Options, SweepInterrupted, run_benchmark
 from engine.bench.shapes import SHAPE_KEYS
+from engine.bench.steps import STEP_PATHS
 
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -60,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deadline-s", type=float, default=None,
                    help="start no new measurement after this many seconds (the file notes what is missing)")
     p.add_argument("--no-compare", action="store_true", help="skip the Hugging Face transformers comparison")
+    p.add_argument("--step", choices=STEP_PATHS, default="auto",
+                   help="the cached step timed: the engine's forward, the fused GPU step (engine/gpu), or auto "
+                        "(fused on a GPU whose kernel set exists, else engine)")
     p.add_argument("--out", type=Path, default=None,
                    help="results file (default engine/bench/results/<cpu|gpu>-<backend>-<device>.json)")
     p.add_argument("--no-write", action="store_true", help="print only, write no file")
@@ -94,6 +99,7 @@ def options_from_args(args: argparse.Namespace, argv: list[str]) -> Options:
         peak_bw_gbs=args.peak_bw_gbs,
         compare=not args.no_compare,
         deadline_s=args.deadline_s,
+        step=args.step,
         argv=list(argv),
     )
 
@@ -183,8 +189,14 @@ def save(doc: dict, out: Path) -> int:
     return 0
 
 
+def _terminated(signum, frame):
+    """SIGTERM (``timeout``, a job scheduler) stops a sweep like Ctrl-C: the runs done are kept."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    status = 0
     try:
         args = build_parser().parse_args(argv)
         opts = options_from_args(args, argv)
@@ -195,7 +207,14 @@ def main(argv: list[str] | None = None) -> int:
         threads = _threads(args, argv)
         if threads and threads["pinned"]:
             opts.threads = threads["count"]
-        doc = run_benchmark(opts, threads=threads, log=lambda m: print(m, file=sys.stderr, flush=True))
+        previous = signal.signal(signal.SIGTERM, _terminated)
+        try:
+            doc = run_benchmark(opts, threads=threads, log=lambda m: print(m, file=sys.stderr, flush=True))
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    except SweepInterrupted as e:
+        print("engine.bench: interrupted; keeping the runs measured so far", file=sys.stderr)
+        doc, status = e.doc, 130
     except BenchError as e:
         print(f"engine.bench: error: {e}", file=sys.stderr)
         return BenchError.exit_code
@@ -205,4 +224,5 @@ def main(argv: list[str] | None = None) -> int:
 
     print(report.render(doc))
     _validate(doc)
-    return 0 if out is None else save(doc, out)
+    saved = 0 if out is None else save(doc, out)
+    return status or saved

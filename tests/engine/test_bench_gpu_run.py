@@ -76,7 +76,7 @@ def test_the_output_path_is_printed_first_and_passed_to_every_step(how, tmp_path
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == f"gpu_run.sh: results will be written to {expected}"
     bench = _bench_calls(log)
-    assert bench and all(f"--out {expected}" in c for c in bench)
+    assert len(bench) == 2 and all(f"--out {expected}" in c for c in bench)
     assert "--check" in bench[0]  # the place is checked before the GPU tests and the sweep
     assert bench[-1].endswith("--quick") and "--check" not in bench[-1]
 
@@ -86,3 +86,26 @@ def test_out_without_a_value_is_an_error_before_anything_runs(fake_python):
     r = _run("--out", python=str(fake))
     assert r.returncode == 2 and "--out needs a file name" in r.stderr
     assert not log.exists()
+
+
+def test_the_gpu_tests_run_first_and_the_sweep_takes_the_fused_step_when_they_pass(fake_python):
+    fake, log = fake_python
+    r = _run(python=str(fake))
+    assert r.returncode == 0, r.stderr
+    calls = _calls(log)
+    tests = next(i for i, c in enumerate(calls) if c.startswith("-m pytest"))
+    sweep = next(i for i, c in enumerate(calls) if c.startswith("-m engine.bench") and "--check" not in c)
+    assert "-m gpu" in calls[tests] and "tests/engine/gpu" in calls[tests] and tests < sweep
+    assert "--step auto" in calls[sweep] and "--backend cupy" in calls[sweep]
+
+
+def test_failed_gpu_tests_time_the_engine_path_and_fail_the_script(tmp_path):
+    """A stand-in Python whose pytest fails: the sweep still runs, on the engine's path, exit 1."""
+    log = tmp_path / "calls.txt"
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$*" >> "{log}"\n'
+                    '[[ "$1 $2" == "-m pytest" ]] && exit 1\nexit 0\n')
+    fake.chmod(0o755)
+    r = _run(python=str(fake))
+    assert r.returncode == 1 and "GPU correctness tests failed" in r.stderr
+    assert "--step engine" in _bench_calls(log)[-1]

@@ -131,3 +131,30 @@ def test_when_the_temporary_folder_fails_too_the_results_are_still_printed(tmp_p
     captured = capsys.readouterr()
     assert "printed above (the temporary folder failed too)" in captured.err
     assert json.loads(captured.out[captured.out.index("{\n"):])["runs"] == tiny_doc["runs"]
+
+
+def test_an_interrupted_sweep_keeps_its_finished_runs(tmp_path, monkeypatch, capsys):
+    """Ctrl-C or timeout's SIGTERM in the second run: the first is written, exit 130."""
+    from engine.bench import runner
+
+    real, calls = runner._measure_run, []
+
+    def second_is_interrupted(sweep, shape, dt, log):
+        calls.append(dt)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(sweep, shape, dt, log)
+
+    monkeypatch.setattr(runner, "_measure_run", second_is_interrupted)
+    out = tmp_path / "r.json"
+    rc = cli.main([*TINY_ARGS, "--dtypes", "float32,float16", "--out", str(out)])
+    assert rc == 130 and calls == ["float32", "float16"]
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    schema.validate(doc)
+    assert [r["dtype"] for r in doc["runs"]] == ["float32"]
+    assert any(n.startswith("Interrupted after 1 complete run") for n in doc["notes"])
+
+
+def test_sigterm_stops_a_sweep_like_ctrl_c():
+    with pytest.raises(KeyboardInterrupt):
+        cli._terminated(15, None)
