@@ -38,10 +38,10 @@ def checks(doc: dict) -> list[str]:
             lines.append(f"{tag}: uncached step grows {u[2]:.2f}x from context {u[0]} to {u[1]} "
                          f"(context grew {u[1] / u[0]:.1f}x)")
         launches = run.get("launches")
-        if launches:  # no verdict: the head's launches are spread over the layers here (the
-            # per-layer goal of 10 is proved exactly by tests/engine/gpu/test_recording.py)
+        if launches:  # no verdict: per_layer spreads the embedding and output launches over the
+            # layers (the goal of 10 per layer is proved exactly by tests/engine/gpu/test_recording.py)
             lines.append(f"{tag}: {launches['per_step']:g} launches per step at context {launches['context']}, "
-                         f"{launches['per_layer']:.1f} per layer with the head's ({launches['method']})")
+                         f"{launches['per_layer']:.1f} per step / layers ({launches['method']})")
         if run["shape"] == "course":
             tps = [1.0 / p["decode_cached"]["median_s"] for p in run["points"]]
             verdict = "OK" if min(tps) >= 1000 else "BELOW 1,000"

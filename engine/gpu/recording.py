@@ -280,3 +280,24 @@ class RecordingKernels:
                 backend.in_kernel = False
 
         return launch
+
+
+def launches_per_step(n_layers: int) -> int:
+    """Kernel launches of one fused decode step of an ``n_layers`` model, counted, not computed.
+
+    The count depends on the number of layers only (no kernel loops over heads, widths or
+    positions), so a small grouped-query model with that many layers stands in for any
+    shape: the recording backend runs one step of it and counts.
+    """
+    from engine import Config, Transformer
+    from engine.gpu.fused_step import FusedDecoder
+    from engine.gpu.kernels_ref import ReferenceKernels
+
+    config = Config(vocab_size=16, d_model=16, n_layers=n_layers, n_heads=4, n_kv_heads=2, ffn_dim=16,
+                    max_seq_len=2)
+    rec = RecordingBackend()
+    model = Transformer(config, dict(Transformer.random(config).weights), xp=rec.xp)
+    decoder = FusedDecoder(model, model.new_cache(), RecordingKernels(ReferenceKernels(), rec))
+    with rec.phase("step"):
+        decoder.step()
+    return len(rec.events("step", "launch"))

@@ -132,3 +132,13 @@ def test_an_extra_kernel_call_is_counted():
 def test_sliding_window_config_keeps_the_structure():
     rec, _ = recorded(dataclasses.replace(gqa_config(n_layers=2), sliding_window=3))
     assert all(not rec.events(f"step {i}", k) for i in range(STEPS) for k in ("op", "host", "alloc"))
+
+
+@pytest.mark.parametrize("n_layers", [1, 4, 32])
+def test_launches_per_step_stand_in_counts_like_a_real_shape(n_layers):
+    """The small stand-in model behind launches_per_step counts what a wider model with the
+    same layers launches (here: the issue's GQA test shape, 8 query heads on 2 KV heads)."""
+    from engine.gpu.recording import launches_per_step
+
+    rec, _ = recorded(gqa_config(n_layers=n_layers, d_model=128, ffn_dim=200), steps=1)
+    assert launches_per_step(n_layers) == launches(rec, 0)
