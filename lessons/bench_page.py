@@ -327,27 +327,28 @@ def _fused_launches(n_layers: int) -> int:
 
 
 def _launch_rows(docs: dict[str, dict], shape: str, lang: str) -> list[list]:
-    """[what, per step, per layer, how counted] for the selected GPU files of ``shape``."""
+    """[short name, what, per step, per step / layers, how counted] for the selected GPU files."""
+    profiled = {"en": "profiled on the GPU (CUPTI)", "zh-TW": "在 GPU 上剖析（CUPTI）"}
     rows = []
     for doc, b in _baselines(docs):
-        p = b.profile
+        p, commit = b.profile, b.provenance["commit"][:7]
         if p.shape == shape:
-            rows.append([t({"en": f"engine, per-op ({_short_device(doc)}, commit {b.provenance['commit'][:7]})",
-                            "zh-TW": f"本引擎逐一運算（{_short_device(doc)}，commit {b.provenance['commit'][:7]}）"}, lang),
-                         p.ops_per_step, float(f"{p.ops_per_layer:.3g}"),
-                         t({"en": "profiled on the GPU (CUPTI)", "zh-TW": "在 GPU 上剖析（CUPTI）"}, lang)])
+            rows.append([t({"en": f"engine, {commit}", "zh-TW": f"本引擎，{commit}"}, lang),
+                         t({"en": f"the engine one operation at a time ({_short_device(doc)}, commit {commit})",
+                            "zh-TW": f"一次只做一個運算的本引擎（{_short_device(doc)}，commit {commit}）"}, lang),
+                         p.ops_per_step, float(f"{p.ops_per_layer:.3g}"), t(profiled, lang)])
     for label, _doc, run in _series(docs, shape):
         if run.get("launches"):
             n = run["launches"]
-            how = {"cupti": {"en": "profiled on the GPU (CUPTI)", "zh-TW": "在 GPU 上剖析（CUPTI）"},
-                   "counted": {"en": "kernel calls counted", "zh-TW": "數 kernel 呼叫次數"}}[n["method"]]
-            rows.append([label, n["per_step"], float(f"{n['per_layer']:.3g}"), t(how, lang)])
-    layers = sorted({b.profile.n_layers for _d, b in _baselines(docs) if b.profile.shape == shape})
-    for L in layers:
+            how = profiled if n["method"] == "cupti" else {"en": "kernel calls counted", "zh-TW": "數 kernel 呼叫次數"}
+            rows.append([label, label, n["per_step"], float(f"{n['per_layer']:.3g}"), t(how, lang)])
+    for L in sorted({b.profile.n_layers for _d, b in _baselines(docs) if b.profile.shape == shape}):
         n = _fused_launches(L)
-        rows.append([t({"en": f"fused step, {L} layers (engine/gpu, not yet run on a GPU)",
-                        "zh-TW": f"融合步驟，{L} 層（engine/gpu，尚未在 GPU 上執行）"}, lang), n, float(f"{n / L:.3g}"),
-                     t({"en": "counted on a CPU (a NumPy backend that records calls)", "zh-TW": "在 CPU 上數出（記下每次呼叫的 NumPy 後端）"}, lang)])
+        rows.append([t({"en": "fused step", "zh-TW": "融合步驟"}, lang),
+                     t({"en": f"the fused step of engine/gpu, {L} layers (not yet run on a GPU)",
+                        "zh-TW": f"engine/gpu 的融合步驟，{L} 層（尚未在 GPU 上執行）"}, lang), n, float(f"{n / L:.3g}"),
+                     t({"en": "counted on a CPU (a NumPy backend that records calls)",
+                        "zh-TW": "在 CPU 上數出（記下每次呼叫的 NumPy 後端）"}, lang)])
     return rows
 
 
@@ -356,13 +357,14 @@ def _launches(docs: dict[str, dict], shape: str, lang: str):
     if not rows:
         return None
     data = [{"type": "bar", "orientation": "h", "name": t({"en": "launches per step", "zh-TW": "每步啟動次數"}, lang),
-             "y": [r[0] for r in rows], "x": [r[1] for r in rows], "marker": {"color": SEQUENCE[0]},
-             "text": [f"{r[1]:g}" for r in rows], "textposition": "auto"}]
+             "y": [r[0] for r in rows], "x": [r[2] for r in rows], "marker": {"color": SEQUENCE[0]},
+             "text": [f"{r[2]:g}" for r in rows], "textposition": "auto",
+             "hovertext": [r[1] for r in rows], "hoverinfo": "text+x"}]
     title = t({"en": "GPU kernel launches per decode step", "zh-TW": "每個解碼步驟啟動幾次 GPU kernel"}, lang)
     lay = layout(title, t({"en": "launches per step (kernels and matmuls)", "zh-TW": "每步啟動次數（kernel 與矩陣乘法）"}, lang),
                  "", yaxis={"automargin": True, "autorange": "reversed"}, showlegend=False)
-    cols = [t({"en": "what", "zh-TW": "項目"}, lang), t({"en": "per step", "zh-TW": "每步"}, lang),
-            t({"en": "per step ÷ layers", "zh-TW": "每步 ÷ 層數"}, lang),
+    cols = [t({"en": "bar", "zh-TW": "長條"}, lang), t({"en": "what", "zh-TW": "項目"}, lang),
+            t({"en": "per step", "zh-TW": "每步"}, lang), t({"en": "per step ÷ layers", "zh-TW": "每步 ÷ 層數"}, lang),
             t({"en": "how counted", "zh-TW": "計數方式"}, lang)]
     return figure("launches", title, data, lay, cols, rows)
 
@@ -435,7 +437,7 @@ def baseline_table(doc: dict, b: baseline.Baseline, lang: str) -> dict:
     return table(t({"en": f"Provenance of the side measurements: {_device_label(doc)}",
                     "zh-TW": f"附帶量測的來源資訊：{_device_label(doc)}"}, lang),
                  [t({"en": "file", "zh-TW": "檔案"}, lang), t({"en": "what it measured", "zh-TW": "量了什麼"}, lang),
-                  t({"en": "script", "zh-TW": "腳本"}, lang), "sha256 / commit"], rows)
+                  t({"en": "script", "zh-TW": "指令碼"}, lang), "sha256 / commit"], rows)
 
 
 def summary_notes(series, lang: str) -> list[str]:

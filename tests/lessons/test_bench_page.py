@@ -159,7 +159,7 @@ def test_launches_and_the_launch_bound_sentence_come_from_the_profile(lang):
     p = b.profile
     out = registry.run("bench_results", {"shape": p.shape}, lang)
     rows = next(f for f in out["figures"] if f["key"] == "launches")["table"]["rows"]
-    assert [r[1] for r in rows] == [p.ops_per_step, launches_per_step(p.n_layers)]
+    assert [r[2] for r in rows] == [p.ops_per_step, launches_per_step(p.n_layers)]
     note = next(n for n in out["notes"] if f"{p.ops_per_step:g}" in n and "gemv" in n)
     for number in (f"{p.ops_per_layer:.0f}", f"{b.launch_us:.0f}", f"{p.busy_ms:.2f}", f"{p.wall_ms:.2f}"):
         assert number in note, (number, note)
