@@ -293,7 +293,8 @@ def _transformers(found, lang):
     """Engine vs transformers, cached step, per context: one solid and one dashed line per source."""
     data, groups = [], {}
     for doc, c in found:
-        groups.setdefault((_device_label(doc), c["dtype"], bool(c.get("separate_run"))), []).append(c)
+        backend = "NumPy" if doc["provenance"]["backend"] == "numpy" else "CuPy"
+        groups.setdefault((f"{_short_device(doc)} {backend}", c["dtype"], bool(c.get("separate_run"))), []).append(c)
     eng, hf = t({"en": "engine", "zh-TW": "本引擎"}, lang), "transformers"
     for i, ((device, dtype, _sep), cs) in enumerate(groups.items()):
         color, x = SEQUENCE[i % len(SEQUENCE)], [c["context"] for c in cs]
