@@ -54,28 +54,36 @@ def committed_course_points() -> tuple[str, list[dict]] | None:
     return None
 
 
-def time_per_call(fn, setup, samples: int) -> float:
-    """Median seconds per call, each sample a batch of calls lasting >= SAMPLE_MIN_S."""
+def _timed_batch(fn, setup, batch: int) -> float:
+    """Seconds for ``batch`` calls of fn, each after an (also timed, cheap) setup."""
+    t0 = time.perf_counter()
+    for _ in range(batch):
+        setup()
+        fn()
+    return time.perf_counter() - t0
+
+
+MAX_BATCH = 256
+
+
+def sample_batches(fn, setup, samples: int) -> tuple[int, list[float]]:
+    """(batch, seconds of each sample): one warm-up call, then the batch size doubled until a
+    batch outlasts a coarse clock tick (SAMPLE_MIN_S, at most MAX_BATCH calls); that first
+    long-enough batch is the first sample."""
     setup()
     fn()  # warm-up
-    batch, spent = 1, 0.0
-    while True:  # calibrate the batch so one sample outlasts a coarse clock tick
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            setup()
-            fn()
-        spent = time.perf_counter() - t0
-        if spent >= SAMPLE_MIN_S or batch >= 256:
-            break
+    batch = 1
+    spent = _timed_batch(fn, setup, batch)
+    while spent < SAMPLE_MIN_S and batch < MAX_BATCH:
         batch *= 2
-    per_call = [spent / batch]
-    for _ in range(samples - 1):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            setup()
-            fn()
-        per_call.append((time.perf_counter() - t0) / batch)
-    return float(np.median(per_call))
+        spent = _timed_batch(fn, setup, batch)
+    return batch, [spent] + [_timed_batch(fn, setup, batch) for _ in range(samples - 1)]
+
+
+def time_per_call(fn, setup, samples: int) -> float:
+    """Median seconds per call, each sample a batch of calls lasting >= SAMPLE_MIN_S."""
+    batch, spent = sample_batches(fn, setup, samples)
+    return float(np.median(spent)) / batch
 
 
 def measure(max_context: int, samples: int, budget_s: float = BUDGET_S) -> tuple[list[dict], bool]:
