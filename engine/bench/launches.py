@@ -43,27 +43,31 @@ def _cache_at(model, ctx: int):
 
 
 def record(model, ctx: int, backend, step: StepPath) -> tuple[dict | None, str | None]:
-    """(launches JSON, None) or (None, why nothing was recorded) for one run."""
+    """(launches JSON, None) or (None, why nothing was recorded) for one run.
+
+    On a GPU the profiler's count is the truth for either path (a kernel-set call that
+    launched two kernels would show); the fused path's own count is the fallback, and the
+    only count on a CPU.
+    """
     L = model.config.n_layers
-    if step.path == "fused":
+    n = profiled_operations(model, ctx, step) if backend.name == "cupy" else None
+    if n is not None:
+        method = "cupti"
+        note = f"GPU operations (kernels and copies) per {step.path} step, torch.profiler (CUPTI), mean of 20 steps"
+    elif step.path == "fused":
         counting = CountingKernels(step.kernels)
-        fn = cached_step(model, _cache_at(model, ctx), 0, StepPath("fused", counting))
-        fn()
+        cached_step(model, _cache_at(model, ctx), 0, StepPath("fused", counting))()
         n, method = counting.calls, "counted"
         note = f"calls to the {step.kernels.name} kernel set (kernels and matmuls) in one fused step"
     elif backend.name == "cupy":
-        n = profiled_operations(model, ctx)
-        if n is None:
-            return None, "Kernel launches were not recorded: PyTorch with CUDA (its profiler) is not installed."
-        method = "cupti"
-        note = "GPU operations (kernels and copies) per engine step, torch.profiler (CUPTI), mean of 20 steps"
+        return None, "Kernel launches were not recorded: PyTorch with CUDA (its profiler) is not installed."
     else:
         return None, None  # the engine's NumPy path launches nothing
     return {"context": ctx, "per_step": n, "per_layer": n / L, "method": method, "note": note}, None
 
 
-def profiled_operations(model, ctx: int, steps: int = 20) -> float | None:
-    """GPU operations per engine step seen by torch.profiler, or None without PyTorch + CUDA."""
+def profiled_operations(model, ctx: int, path: StepPath = StepPath("engine"), steps: int = 20) -> float | None:
+    """GPU operations per cached step seen by torch.profiler, or None without PyTorch + CUDA."""
     try:
         import torch
         from torch.profiler import ProfilerActivity, profile
@@ -72,7 +76,7 @@ def profiled_operations(model, ctx: int, steps: int = 20) -> float | None:
     if not torch.cuda.is_available():
         return None
     cache = _cache_at(model, ctx)
-    step = cached_step(model, cache, 0, StepPath("engine"))
+    step = cached_step(model, cache, 0, path)
     for _ in range(3):  # warm-up: CuPy compiles its kernels on first use
         cache.truncate(ctx)
         step()

@@ -139,6 +139,7 @@ def test_profiled_operations_are_gpu_events_per_profiled_step(fake_cuda, monkeyp
             pass
 
         def __enter__(self):
+            events.clear()
             state["profiling"] = True
             return self
 
@@ -157,6 +158,9 @@ def test_profiled_operations_are_gpu_events_per_profiled_step(fake_cuda, monkeyp
     monkeypatch.setattr(torch.profiler, "profile", Profile)
     monkeypatch.setattr(launches, "cached_step", fake_step)
     assert launches.profiled_operations(Transformer.random(GQA), ctx=8, steps=20) == 7
+    # on a GPU the profiler's count is recorded for the fused path too
+    counted, note = launches.record(Transformer.random(GQA), 8, stand_in_gpu(), steps.resolve("fused", "numpy"))
+    assert note is None and counted["method"] == "cupti" and counted["per_step"] == 7
 
 
 def test_an_engine_run_on_a_gpu_without_torch_cuda_says_why_no_launches(monkeypatch):
