@@ -6,7 +6,7 @@
 #      GPT-2-small-sized stack and a 4-layer Llama-3-8B-shaped stack in float16 and float32,
 #      contexts 128 .. 32,768 for the Llama shape, CUDA events; kernel launches per step and
 #      the Hugging Face transformers comparison on the same GPU, shape and weights in the
-#      results. No new measurement after 250 s; at 340 s it is stopped (SIGTERM) and writes
+#      results. No new measurement after 240 s; at 330 s it is stopped (SIGTERM) and writes
 #      the runs it has finished.
 #
 #   pip install -e '.[gpu,reference]'   # CuPy (match the CUDA major version), PyTorch, transformers
@@ -51,7 +51,7 @@ if ! timeout 100 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/engine/gpu;
     status=1
 fi
 echo "gpu_run.sh: 2/2 sweep, cached step: $step"
-timeout -k 30 340 "$PY" -m engine.bench --backend cupy --step "$step" \
-    --shapes llama3-8b,gpt2-small,course --dtypes float16,float32 --llama-layers 4 --deadline-s 250 \
+timeout -k 20 330 "$PY" -m engine.bench --backend cupy --step "$step" \
+    --shapes llama3-8b,gpt2-small,course --dtypes float16,float32 --llama-layers 4 --deadline-s 240 \
     --out "$out" ${pass[@]+"${pass[@]}"} || status=$?
 exit "$status"
