@@ -91,49 +91,47 @@ def _affordable(flops: int, temp: int, opts: Options, flops_per_s: float, runs: 
     return None
 
 
+def _timing(opts: Options) -> dict:
+    return dict(warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
+                min_seconds=opts.min_point_seconds)
+
+
+def _time_prefill(model, ids, cache, backend: Backend, opts: Options, flops_per_s: float, skipped: dict):
+    """Prefill the whole prompt into the empty cache, timed (it leaves real K/V in the cache);
+    too expensive: random K/V instead, and the reason in ``skipped``."""
+    cfg, ctx = model.config, len(ids) - 1
+    why = _affordable(costs.prefill_flops(cfg, ctx), _temp_bytes(cfg, ctx, ctx), opts, flops_per_s, opts.warmup + 3)
+    if why is not None:
+        skipped["prefill"] = why
+        fill_cache_random(cache, ctx, backend.xp, opts.seed + ctx)
+        return None
+    return backend.timer(lambda: model.forward(ids[:ctx], cache=cache, last_only=True),
+                         setup=lambda: cache.truncate(0), **_timing(opts))
+
+
+def _time_uncached(model, ids, backend: Backend, opts: Options, flops_per_s: float, skipped: dict):
+    """The same next token recomputed from scratch over all ctx + 1 positions, when affordable."""
+    cfg, ctx = model.config, len(ids) - 1
+    why = _affordable(costs.decode_step_flops(cfg, ctx, use_cache=False), _temp_bytes(cfg, ctx + 1, ctx + 1),
+                      opts, flops_per_s, opts.warmup + 3)
+    if why is not None:
+        skipped["decode_uncached"] = why
+        return None
+    return backend.timer(lambda: model.forward(ids, last_only=True), **_timing(opts))
+
+
 def measure_point(model, ctx: int, backend: Backend, opts: Options, flops_per_s: float,
                   peak_bw: float, step: StepPath = StepPath("engine")) -> dict:
-    cfg, xp = model.config, backend.xp
-    rng = np.random.default_rng(opts.seed + ctx)
-    ids = _ids(rng, cfg.vocab_size, ctx + 1)  # the prompt, then the token the step feeds in
+    cfg = model.config
+    ids = _ids(np.random.default_rng(opts.seed + ctx), cfg.vocab_size, ctx + 1)  # the prompt, then the step's token
     cache = model.new_cache(max_len=ctx + 1)
     skipped: dict[str, str] = {}
-    timed_runs = opts.warmup + 3
-
-    # prefill: the whole prompt into an empty cache (fills it with real K/V as a side effect)
-    prefill = None
-    why = _affordable(costs.prefill_flops(cfg, ctx), _temp_bytes(cfg, ctx, ctx), opts, flops_per_s, timed_runs)
-    if why is None:
-        def reset():
-            cache.truncate(0)
-
-        prefill = backend.timer(lambda: model.forward(ids[:ctx], cache=cache, last_only=True), setup=reset,
-                                warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
-                                min_seconds=opts.min_point_seconds)
-    else:
-        skipped["prefill"] = why
-        fill_cache_random(cache, ctx, xp, opts.seed + ctx)
-
+    prefill = _time_prefill(model, ids, cache, backend, opts, flops_per_s, skipped)
     # decode with the cache: rewind to ctx before each step so every sample sees the same context
-    def rewind():
-        cache.truncate(ctx)
-
-    cached = backend.timer(steps.cached_step(model, cache, int(ids[ctx]), step), setup=rewind,
-                           warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
-                           min_seconds=opts.min_point_seconds)
-
-    # decode without the cache: recompute all ctx + 1 positions to get the same next token
-    uncached = None
-    why = _affordable(costs.decode_step_flops(cfg, ctx, use_cache=False), _temp_bytes(cfg, ctx + 1, ctx + 1),
-                      opts, flops_per_s, timed_runs)
-    if why is None:
-        uncached = backend.timer(lambda: model.forward(ids, last_only=True),
-                                 warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
-                                 min_seconds=opts.min_point_seconds)
-    else:
-        skipped["decode_uncached"] = why
+    cached = backend.timer(steps.cached_step(model, cache, int(ids[ctx]), step), setup=lambda: cache.truncate(ctx),
+                           **_timing(opts))
     del cache
-
+    uncached = _time_uncached(model, ids, backend, opts, flops_per_s, skipped)
     step_bytes = costs.decode_step_bytes(cfg, ctx, use_cache=True)
     step_flops = costs.decode_step_flops(cfg, ctx, use_cache=True)
     achieved = step_bytes / cached.median
