@@ -54,28 +54,36 @@ def committed_course_points() -> tuple[str, list[dict]] | None:
     return None
 
 
-def time_per_call(fn, setup, samples: int) -> float:
-    """Median seconds per call, each sample a batch of calls lasting >= SAMPLE_MIN_S."""
+def _timed_batch(fn, setup, batch: int) -> float:
+    """Seconds for ``batch`` calls of fn, each after an (also timed, cheap) setup."""
+    t0 = time.perf_counter()
+    for _ in range(batch):
+        setup()
+        fn()
+    return time.perf_counter() - t0
+
+
+MAX_BATCH = 256
+
+
+def sample_batches(fn, setup, samples: int) -> tuple[int, list[float]]:
+    """(batch, seconds of each sample): one warm-up call, then the batch size doubled until a
+    batch outlasts a coarse clock tick (SAMPLE_MIN_S, at most MAX_BATCH calls); that first
+    long-enough batch is the first sample."""
     setup()
     fn()  # warm-up
-    batch, spent = 1, 0.0
-    while True:  # calibrate the batch so one sample outlasts a coarse clock tick
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            setup()
-            fn()
-        spent = time.perf_counter() - t0
-        if spent >= SAMPLE_MIN_S or batch >= 256:
-            break
+    batch = 1
+    spent = _timed_batch(fn, setup, batch)
+    while spent < SAMPLE_MIN_S and batch < MAX_BATCH:
         batch *= 2
-    per_call = [spent / batch]
-    for _ in range(samples - 1):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            setup()
-            fn()
-        per_call.append((time.perf_counter() - t0) / batch)
-    return float(np.median(per_call))
+        spent = _timed_batch(fn, setup, batch)
+    return batch, [spent] + [_timed_batch(fn, setup, batch) for _ in range(samples - 1)]
+
+
+def time_per_call(fn, setup, samples: int) -> float:
+    """Median seconds per call, each sample a batch of calls lasting >= SAMPLE_MIN_S."""
+    batch, spent = sample_batches(fn, setup, samples)
+    return float(np.median(spent)) / batch
 
 
 def measure(max_context: int, samples: int, budget_s: float = BUDGET_S) -> tuple[list[dict], bool]:
@@ -106,60 +114,63 @@ def measure(max_context: int, samples: int, budget_s: float = BUDGET_S) -> tuple
     return points, False
 
 
-def run(values: dict, lang: str) -> dict:
-    mine = t({"en": "you", "zh-TW": "你的裝置"}, lang)
-    with_c, without_c = t({"en": "with cache", "zh-TW": "使用快取"}, lang), t({"en": "no cache", "zh-TW": "不用快取"}, lang)
-    data, rows, notes, actions = [], [], [], []
+WITH = {"en": "with cache", "zh-TW": "使用快取"}
+WITHOUT = {"en": "no cache", "zh-TW": "不用快取"}
+
+
+def _committed(lang: str) -> tuple[list, list, list]:
+    """Grey traces, table rows and notes for the committed CPU numbers of the course model."""
     ref = committed_course_points()
-    if ref:
-        label, pts = ref
-        unc = [p for p in pts if p["decode_uncached"]]
-        data.append({"type": "scatter", "mode": "lines+markers", "name": f"{label} — {with_c}",
-                     "x": [p["context"] for p in pts], "y": floats([p["decode_cached"]["median_s"] * 1e3 for p in pts]),
-                     "line": {"color": COLORS["grey"]}, "marker": {"symbol": "circle-open"}})
-        data.append({"type": "scatter", "mode": "lines+markers", "name": f"{label} — {without_c}",
-                     "x": [p["context"] for p in unc], "y": floats([p["decode_uncached"]["median_s"] * 1e3 for p in unc]),
-                     "line": {"color": COLORS["grey"], "dash": "dash"}, "marker": {"symbol": "square-open"}})
-        rows += [[label, p["context"], float(f"{p['decode_cached']['median_s'] * 1e3:.4g}"),
-                  float(f"{p['decode_uncached']['median_s'] * 1e3:.4g}") if p["decode_uncached"] else "—"] for p in pts]
-    else:
-        notes.append(t({"en": "No committed CPU results of the course model to compare with.",
-                        "zh-TW": "沒有已提交的課程模型 CPU 結果可以比較。"}, lang))
+    if not ref:
+        return [], [], [t({"en": "No committed CPU results of the course model to compare with.",
+                           "zh-TW": "沒有已提交的課程模型 CPU 結果可以比較。"}, lang)]
+    label, pts = ref
+    unc = [p for p in pts if p["decode_uncached"]]
+    data = [{"type": "scatter", "mode": "lines+markers", "name": f"{label} — {t(WITH, lang)}",
+             "x": [p["context"] for p in pts], "y": floats([p["decode_cached"]["median_s"] * 1e3 for p in pts]),
+             "line": {"color": COLORS["grey"]}, "marker": {"symbol": "circle-open"}},
+            {"type": "scatter", "mode": "lines+markers", "name": f"{label} — {t(WITHOUT, lang)}",
+             "x": [p["context"] for p in unc], "y": floats([p["decode_uncached"]["median_s"] * 1e3 for p in unc]),
+             "line": {"color": COLORS["grey"], "dash": "dash"}, "marker": {"symbol": "square-open"}}]
+    rows = [[label, p["context"], float(f"{p['decode_cached']['median_s'] * 1e3:.4g}"),
+             float(f"{p['decode_uncached']['median_s'] * 1e3:.4g}") if p["decode_uncached"] else "—"] for p in pts]
+    return data, rows, []
 
-    if values["measure"]:
-        points, stopped = measure(int(values["max_context"]), values["repeats"])
-        where = t(_where(), lang)
-        ctx = [p["context"] for p in points]
-        data.append({"type": "scatter", "mode": "lines+markers", "name": f"{mine} — {with_c}", "x": ctx,
-                     "y": floats([p["cached_s"] * 1e3 for p in points]), "line": {"color": COLORS["blue"], "width": 3}})
-        data.append({"type": "scatter", "mode": "lines+markers", "name": f"{mine} — {without_c}", "x": ctx,
-                     "y": floats([p["uncached_s"] * 1e3 for p in points]),
-                     "line": {"color": COLORS["vermillion"], "width": 3, "dash": "dash"}})
-        rows += [[f"{mine} ({where})", p["context"], float(f"{p['cached_s'] * 1e3:.4g}"),
-                  float(f"{p['uncached_s'] * 1e3:.4g}")] for p in points]
-        last = points[-1]
-        notes.append(t({
-            "en": (f"Measured in {where}: at {fmt_int(last['context'])} tokens of context one step takes "
-                   f"{last['cached_s'] * 1e3:.3g} ms with the cache and {last['uncached_s'] * 1e3:.3g} ms without it "
-                   f"({last['uncached_s'] / last['cached_s']:.1f}× slower); with the cache that is about "
-                   f"{fmt_int(1 / last['cached_s'])} tokens/s."),
-            "zh-TW": (f"在{where}實測：上下文有 {fmt_int(last['context'])} 個詞元時，使用快取的一步要 "
-                      f"{last['cached_s'] * 1e3:.3g} 毫秒，不用快取要 {last['uncached_s'] * 1e3:.3g} 毫秒"
-                      f"（慢 {last['uncached_s'] / last['cached_s']:.1f} 倍）；使用快取時約每秒 "
-                      f"{fmt_int(1 / last['cached_s'])} 個詞元。")}, lang))
-        if stopped:
-            notes.append(t({"en": f"Stopped after {fmt_int(last['context'])} tokens to keep the page responsive.",
-                            "zh-TW": f"為了讓頁面保持流暢，量到 {fmt_int(last['context'])} 個詞元就停止了。"}, lang))
-        notes.append(t({"en": "Each point is the median of batches of identical steps (browsers blur their clocks).",
-                        "zh-TW": "每個點是多批相同步驟的中位數（瀏覽器會刻意模糊時鐘精度）。"}, lang))
-    else:
-        notes.append(t({"en": "The grey lines are committed measurements. Press the button to time the same "
-                              "course model on your own device; it takes a few seconds.",
-                        "zh-TW": "灰色線是已提交的量測結果。按下按鈕，就能在你自己的裝置上為同一個課程模型計時，"
-                                 "大約需要幾秒鐘。"}, lang))
-        actions.append({"label": t({"en": "Measure on my device", "zh-TW": "在我的裝置上量測"}, lang),
-                        "values": {**values, "measure": True}})
 
+def _measured(values: dict, lang: str) -> tuple[list, list, list]:
+    """The reader's own sweep: two thick traces, table rows and what it says."""
+    points, stopped = measure(int(values["max_context"]), values["repeats"])
+    mine, where = t({"en": "you", "zh-TW": "你的裝置"}, lang), t(_where(), lang)
+    ctx = [p["context"] for p in points]
+    data = [{"type": "scatter", "mode": "lines+markers", "name": f"{mine} — {t(WITH, lang)}", "x": ctx,
+             "y": floats([p["cached_s"] * 1e3 for p in points]), "line": {"color": COLORS["blue"], "width": 3}},
+            {"type": "scatter", "mode": "lines+markers", "name": f"{mine} — {t(WITHOUT, lang)}", "x": ctx,
+             "y": floats([p["uncached_s"] * 1e3 for p in points]),
+             "line": {"color": COLORS["vermillion"], "width": 3, "dash": "dash"}}]
+    rows = [[f"{mine} ({where})", p["context"], float(f"{p['cached_s'] * 1e3:.4g}"),
+             float(f"{p['uncached_s'] * 1e3:.4g}")] for p in points]
+    return data, rows, _measured_notes(points[-1], stopped, where, lang)
+
+
+def _measured_notes(last: dict, stopped: bool, where: str, lang: str) -> list[str]:
+    notes = [t({
+        "en": (f"Measured in {where}: at {fmt_int(last['context'])} tokens of context one step takes "
+               f"{last['cached_s'] * 1e3:.3g} ms with the cache and {last['uncached_s'] * 1e3:.3g} ms without it "
+               f"({last['uncached_s'] / last['cached_s']:.1f}× slower); with the cache that is about "
+               f"{fmt_int(1 / last['cached_s'])} tokens/s."),
+        "zh-TW": (f"在{where}實測：上下文有 {fmt_int(last['context'])} 個詞元時，使用快取的一步要 "
+                  f"{last['cached_s'] * 1e3:.3g} 毫秒，不用快取要 {last['uncached_s'] * 1e3:.3g} 毫秒"
+                  f"（慢 {last['uncached_s'] / last['cached_s']:.1f} 倍）；使用快取時約每秒 "
+                  f"{fmt_int(1 / last['cached_s'])} 個詞元。")}, lang)]
+    if stopped:
+        notes.append(t({"en": f"Stopped after {fmt_int(last['context'])} tokens to keep the page responsive.",
+                        "zh-TW": f"為了讓頁面保持流暢，量到 {fmt_int(last['context'])} 個詞元就停止了。"}, lang))
+    notes.append(t({"en": "Each point is the median of batches of identical steps (browsers blur their clocks).",
+                    "zh-TW": "每個點是多批相同步驟的中位數（瀏覽器會刻意模糊時鐘精度）。"}, lang))
+    return notes
+
+
+def _figure(data: list, rows: list, lang: str) -> dict:
     title = t({"en": "Course model: decode step time, your device vs committed results",
                "zh-TW": "課程模型：每步解碼時間，你的裝置與已提交結果的比較"}, lang)
     lay = layout(title, t({"en": "context (tokens already in the cache, log)", "zh-TW": "上下文（快取中已有的詞元數，對數）"}, lang),
@@ -168,7 +179,18 @@ def run(values: dict, lang: str) -> dict:
     cols = [t({"en": "where", "zh-TW": "量測位置"}, lang), t({"en": "context", "zh-TW": "上下文"}, lang),
             t({"en": "with cache (ms)", "zh-TW": "使用快取（毫秒）"}, lang),
             t({"en": "no cache (ms)", "zh-TW": "不用快取（毫秒）"}, lang)]
-    out = {"figures": [figure("browser_sweep", title, data, lay, cols, rows)], "notes": notes}
-    if actions:
-        out["actions"] = actions
-    return out
+    return figure("browser_sweep", title, data, lay, cols, rows)
+
+
+def run(values: dict, lang: str) -> dict:
+    data, rows, notes = _committed(lang)
+    if not values["measure"]:
+        notes.append(t({"en": "The grey lines are committed measurements. Press the button to time the same "
+                              "course model on your own device; it takes a few seconds.",
+                        "zh-TW": "灰色線是已提交的量測結果。按下按鈕，就能在你自己的裝置上為同一個課程模型計時，"
+                                 "大約需要幾秒鐘。"}, lang))
+        action = {"label": t({"en": "Measure on my device", "zh-TW": "在我的裝置上量測"}, lang),
+                  "values": {**values, "measure": True}}
+        return {"figures": [_figure(data, rows, lang)], "notes": notes, "actions": [action]}
+    more_data, more_rows, more_notes = _measured(values, lang)
+    return {"figures": [_figure(data + more_data, rows + more_rows, lang)], "notes": notes + more_notes}

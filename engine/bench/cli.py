@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import signal
 import sys
 from pathlib import Path
 
-from engine.bench import report
+from engine.bench import report, schema, store
 from engine.bench.backend import BenchError
-from engine.bench.runner import Options, run_benchmark
+from engine.bench.runner import Options, SweepInterrupted, run_benchmark
 from engine.bench.shapes import SHAPE_KEYS
+from engine.bench.steps import STEP_PATHS
 
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -61,9 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deadline-s", type=float, default=None,
                    help="start no new measurement after this many seconds (the file notes what is missing)")
     p.add_argument("--no-compare", action="store_true", help="skip the Hugging Face transformers comparison")
+    p.add_argument("--step", choices=STEP_PATHS, default="auto",
+                   help="the cached step timed: the engine's forward, the fused GPU step (engine/gpu), or auto "
+                        "(fused on a GPU whose kernel set exists, else engine)")
     p.add_argument("--out", type=Path, default=None,
                    help="results file (default engine/bench/results/<cpu|gpu>-<backend>-<device>.json)")
     p.add_argument("--no-write", action="store_true", help="print only, write no file")
+    p.add_argument("--check", action="store_true",
+                   help="check the options and the results file's place, then exit without measuring")
     return p
 
 
@@ -93,6 +99,7 @@ def options_from_args(args: argparse.Namespace, argv: list[str]) -> Options:
         peak_bw_gbs=args.peak_bw_gbs,
         compare=not args.no_compare,
         deadline_s=args.deadline_s,
+        step=args.step,
         argv=list(argv),
     )
 
@@ -126,23 +133,88 @@ def _reexec_with_env(n: int, argv: list[str]) -> None:
 # --------------------------------------------------------------------------- main
 
 
+def resolve_out(args: argparse.Namespace) -> Path | None:
+    """The results file this run will write, checked before anything is measured (None: --no-write).
+
+    Without --out the default name needs the device's name, so the backend is asked first
+    (a missing CuPy is reported here too, still before any timing).
+    """
+    if args.no_write:
+        return None
+    if args.out is not None:
+        return store.check_out_path(args.out)
+    from engine.bench.backend import get_backend
+
+    backend = get_backend(args.backend)
+    return store.check_out_path(store.default_out_path(backend.name, backend.device), option="default results file")
+
+
+def _threads(args: argparse.Namespace, argv: list[str]) -> dict | None:
+    """Pin BLAS threads for a NumPy run (may restart the process; see pin_threads)."""
+    if args.backend != "numpy":
+        return None
+    if args.threads <= 0:
+        return {"pinned": False, "method": "none", "count": None}
+    threads = pin_threads(args.threads)
+    if threads is None:
+        if os.environ.get(_REEXEC_MARK):
+            raise BenchError("could not pin BLAS threads through the environment")
+        _reexec_with_env(args.threads, argv)  # does not return
+    return threads
+
+
+def _validate(doc: dict) -> None:
+    """Check the document against schema.json (jsonschema or the built-in check): a
+    violation is a bug in the harness, so say so loudly but keep the numbers."""
+    try:
+        used = schema.validate(doc)
+    except schema.ResultsInvalid as e:
+        print(f"engine.bench: warning: results do not match schema.json: {e}", file=sys.stderr)
+        return
+    print(f"engine.bench: results match schema.json ({used} check)", file=sys.stderr)
+
+
+def save(doc: dict, out: Path) -> int:
+    """Write the results; if that fails, keep them anyway (temporary file + printed JSON), exit 1."""
+    try:
+        store.write_results(doc, out)
+    except OSError as e:
+        fallback = store.write_fallback(doc)
+        print(store.dumps(doc), end="")
+        where = f"saved to {fallback} and printed above" if fallback else "printed above (the temporary folder failed too)"
+        print(f"engine.bench: error: could not write {out} ({e.strerror or e}); the results are {where}",
+              file=sys.stderr)
+        return 1
+    print(f"wrote {out}")
+    return 0
+
+
+def _terminated(signum, frame):
+    """SIGTERM (``timeout``, a job scheduler) stops a sweep like Ctrl-C: the runs done are kept."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    status = 0
     try:
         args = build_parser().parse_args(argv)
         opts = options_from_args(args, argv)
-        threads = None
-        if args.backend == "numpy" and args.threads > 0:
-            threads = pin_threads(args.threads)
-            if threads is None:
-                if os.environ.get(_REEXEC_MARK):
-                    raise BenchError("could not pin BLAS threads through the environment")
-                _reexec_with_env(args.threads, argv)  # does not return
-        elif args.backend == "numpy":
-            threads = {"pinned": False, "method": "none", "count": None}
+        out = resolve_out(args)
+        if args.check:
+            print(f"engine.bench: options ok; results would go to {out}" if out else "engine.bench: options ok")
+            return 0
+        threads = _threads(args, argv)
         if threads and threads["pinned"]:
             opts.threads = threads["count"]
-        doc = run_benchmark(opts, threads=threads, log=lambda m: print(m, file=sys.stderr, flush=True))
+        previous = signal.signal(signal.SIGTERM, _terminated)
+        try:
+            doc = run_benchmark(opts, threads=threads, log=lambda m: print(m, file=sys.stderr, flush=True))
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    except SweepInterrupted as e:
+        print("engine.bench: interrupted; keeping the runs measured so far", file=sys.stderr)
+        doc, status = e.doc, 130
     except BenchError as e:
         print(f"engine.bench: error: {e}", file=sys.stderr)
         return BenchError.exit_code
@@ -151,20 +223,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
     print(report.render(doc))
-    try:
-        from engine.bench.schema import validate_if_available
-
-        valid = validate_if_available(doc)
-    except Exception as e:  # a schema violation is a bug in the harness: say so, keep the numbers
-        print(f"engine.bench: warning: results do not match schema.json: {str(e).splitlines()[0]}", file=sys.stderr)
-        valid = False
-    if valid is None:
-        print("engine.bench: jsonschema not installed; results not validated", file=sys.stderr)
-    if not args.no_write:
-        from engine.bench.store import default_out_path
-
-        out = args.out or default_out_path(doc["provenance"]["backend"], doc["provenance"]["device"])
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
-        print(f"wrote {out}")
-    return 0
+    _validate(doc)
+    saved = 0 if out is None else save(doc, out)
+    return status or saved

@@ -37,6 +37,11 @@ def checks(doc: dict) -> list[str]:
         if u:
             lines.append(f"{tag}: uncached step grows {u[2]:.2f}x from context {u[0]} to {u[1]} "
                          f"(context grew {u[1] / u[0]:.1f}x)")
+        launches = run.get("launches")
+        if launches:  # no verdict: per_layer spreads the embedding and output launches over the
+            # layers (the goal of 10 per layer is proved exactly by tests/engine/gpu/test_recording.py)
+            lines.append(f"{tag}: {launches['per_step']:g} launches per step at context {launches['context']}, "
+                         f"{launches['per_layer']:.1f} per step / layers ({launches['method']})")
         if run["shape"] == "course":
             tps = [1.0 / p["decode_cached"]["median_s"] for p in run["points"]]
             verdict = "OK" if min(tps) >= 1000 else "BELOW 1,000"
@@ -61,9 +66,11 @@ def render(doc: dict) -> str:
             f"{'speedup':>8} {'KV MiB':>8} {'MiB/step':>9} {'GB/s':>7} {'%peak':>6} {'GFLOP/s':>8} {'floor ms':>9}")
     for run in doc["runs"]:
         c = run["config"]
+        step = run.get("step") or {"path": "engine", "kernels": None}
+        path = step["path"] + (f" ({step['kernels']} kernels)" if step["kernels"] else "")
         out += ["", f"{run['label']} [{run['shape']}, {run['dtype']}, {run['weights']} weights] "
                     f"L={c['n_layers']} D={c['d_model']} H={c['n_heads']} KV={c['n_kv_heads']} "
-                    f"F={c['ffn_dim']} V={c['vocab_size']}; {run['params']:,} params", head]
+                    f"F={c['ffn_dim']} V={c['vocab_size']}; {run['params']:,} params; cached step: {path}", head]
         for p in run["points"]:
             dc, du = p["decode_cached"], p["decode_uncached"]
             spread = f"{dc['p10_s'] * 1e3:.3f}-{dc['p90_s'] * 1e3:.3f}"
@@ -74,9 +81,9 @@ def render(doc: dict) -> str:
                        f"{p['flops_per_s'] / 1e9:>8.2f} {p['lower_bound_s'] * 1e3:>9.3f}")
     if doc["comparisons"]:
         out += ["", "Hugging Face transformers, same weights, cached decode step:",
-                f"{'shape':>12} {'dtype':>8} {'context':>8} {'engine ms':>10} {'transformers ms':>16} {'ratio':>6}"]
+                f"{'shape':>12} {'dtype':>8} {'context':>8} {'engine ms':>10} {'transformers ms':>16} {'ratio':>6}  device"]
         for cmp in doc["comparisons"]:
             out.append(f"{cmp['shape']:>12} {cmp['dtype']:>8} {cmp['context']:>8} {_ms(cmp['engine']):>10} "
-                       f"{_ms(cmp['transformers']):>16} {cmp['ratio']:>6.2f}")
+                       f"{_ms(cmp['transformers']):>16} {cmp['ratio']:>6.2f}  {cmp['device']}")
     out += ["", *checks(doc), *doc["notes"]]
     return "\n".join(out)

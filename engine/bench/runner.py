@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine import costs
-from engine.bench import provenance, shapes
+from engine.bench import launches, provenance, shapes, steps
 from engine.bench.backend import Backend, BenchError
+from engine.bench.steps import StepPath
 from engine.bench.timing import Stats
 
 
@@ -44,6 +45,7 @@ class Options:
     seed: int = 0
     threads: int | None = None                 # CPU threads pinned (for PyTorch too)
     deadline_s: float | None = None            # stop starting new measurements after this long
+    step: str = "auto"                         # cached step timed: engine | fused | auto (engine/bench/steps.py)
     argv: list[str] = field(default_factory=list)
 
 
@@ -89,50 +91,47 @@ def _affordable(flops: int, temp: int, opts: Options, flops_per_s: float, runs: 
     return None
 
 
+def _timing(opts: Options) -> dict:
+    return dict(warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
+                min_seconds=opts.min_point_seconds)
+
+
+def _time_prefill(model, ids, cache, backend: Backend, opts: Options, flops_per_s: float, skipped: dict):
+    """Prefill the whole prompt into the empty cache, timed (it leaves real K/V in the cache);
+    too expensive: random K/V instead, and the reason in ``skipped``."""
+    cfg, ctx = model.config, len(ids) - 1
+    why = _affordable(costs.prefill_flops(cfg, ctx), _temp_bytes(cfg, ctx, ctx), opts, flops_per_s, opts.warmup + 3)
+    if why is not None:
+        skipped["prefill"] = why
+        fill_cache_random(cache, ctx, backend.xp, opts.seed + ctx)
+        return None
+    return backend.timer(lambda: model.forward(ids[:ctx], cache=cache, last_only=True),
+                         setup=lambda: cache.truncate(0), **_timing(opts))
+
+
+def _time_uncached(model, ids, backend: Backend, opts: Options, flops_per_s: float, skipped: dict):
+    """The same next token recomputed from scratch over all ctx + 1 positions, when affordable."""
+    cfg, ctx = model.config, len(ids) - 1
+    why = _affordable(costs.decode_step_flops(cfg, ctx, use_cache=False), _temp_bytes(cfg, ctx + 1, ctx + 1),
+                      opts, flops_per_s, opts.warmup + 3)
+    if why is not None:
+        skipped["decode_uncached"] = why
+        return None
+    return backend.timer(lambda: model.forward(ids, last_only=True), **_timing(opts))
+
+
 def measure_point(model, ctx: int, backend: Backend, opts: Options, flops_per_s: float,
-                  peak_bw: float) -> dict:
-    cfg, xp = model.config, backend.xp
-    rng = np.random.default_rng(opts.seed + ctx)
-    ids = _ids(rng, cfg.vocab_size, ctx + 1)  # the prompt, then the token the step feeds in
+                  peak_bw: float, step: StepPath = StepPath("engine")) -> dict:
+    cfg = model.config
+    ids = _ids(np.random.default_rng(opts.seed + ctx), cfg.vocab_size, ctx + 1)  # the prompt, then the step's token
     cache = model.new_cache(max_len=ctx + 1)
     skipped: dict[str, str] = {}
-    timed_runs = opts.warmup + 3
-
-    # prefill: the whole prompt into an empty cache (fills it with real K/V as a side effect)
-    prefill = None
-    why = _affordable(costs.prefill_flops(cfg, ctx), _temp_bytes(cfg, ctx, ctx), opts, flops_per_s, timed_runs)
-    if why is None:
-        def reset():
-            cache.truncate(0)
-
-        prefill = backend.timer(lambda: model.forward(ids[:ctx], cache=cache, last_only=True), setup=reset,
-                                warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
-                                min_seconds=opts.min_point_seconds)
-    else:
-        skipped["prefill"] = why
-        fill_cache_random(cache, ctx, xp, opts.seed + ctx)
-
+    prefill = _time_prefill(model, ids, cache, backend, opts, flops_per_s, skipped)
     # decode with the cache: rewind to ctx before each step so every sample sees the same context
-    def rewind():
-        cache.truncate(ctx)
-
-    step_ids = ids[ctx:]
-    cached = backend.timer(lambda: model.forward(step_ids, cache=cache, last_only=True), setup=rewind,
-                           warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
-                           min_seconds=opts.min_point_seconds)
-
-    # decode without the cache: recompute all ctx + 1 positions to get the same next token
-    uncached = None
-    why = _affordable(costs.decode_step_flops(cfg, ctx, use_cache=False), _temp_bytes(cfg, ctx + 1, ctx + 1),
-                      opts, flops_per_s, timed_runs)
-    if why is None:
-        uncached = backend.timer(lambda: model.forward(ids, last_only=True),
-                                 warmup=opts.warmup, repeats=opts.repeats, max_seconds=opts.max_point_seconds,
-                                 min_seconds=opts.min_point_seconds)
-    else:
-        skipped["decode_uncached"] = why
+    cached = backend.timer(steps.cached_step(model, cache, int(ids[ctx]), step), setup=lambda: cache.truncate(ctx),
+                           **_timing(opts))
     del cache
-
+    uncached = _time_uncached(model, ids, backend, opts, flops_per_s, skipped)
     step_bytes = costs.decode_step_bytes(cfg, ctx, use_cache=True)
     step_flops = costs.decode_step_flops(cfg, ctx, use_cache=True)
     achieved = step_bytes / cached.median
@@ -167,7 +166,8 @@ def config_json(cfg) -> dict:
 
 
 def run_shape(shape: shapes.BenchShape, dtype: str, backend: Backend, opts: Options, flops_per_s: float,
-              peak_bw: float, log=print, out_of_time=lambda: False) -> tuple[dict, object]:
+              peak_bw: float, log=print, out_of_time=lambda: False,
+              step: StepPath = StepPath("engine")) -> tuple[dict, object]:
     """Sweep one shape in one dtype; returns (run JSON, the model, for the comparison)."""
     t0 = time.perf_counter()
     model = shape.make(dtype, backend.xp, max(shape.contexts))
@@ -180,7 +180,7 @@ def run_shape(shape: shapes.BenchShape, dtype: str, backend: Backend, opts: Opti
         if points and out_of_time():
             log(f"[{shape.key} {dtype}] deadline reached: contexts from {ctx} on are not measured")
             break
-        p = measure_point(model, ctx, backend, opts, flops_per_s, peak_bw)
+        p = measure_point(model, ctx, backend, opts, flops_per_s, peak_bw, step)
         log(f"[{shape.key} {dtype}] context {ctx}: cached {p['decode_cached']['median_s'] * 1e3:.3f} ms"
             + (f", uncached {p['decode_uncached']['median_s'] * 1e3:.3f} ms" if p["decode_uncached"] else ""))
         points.append(p)
@@ -193,74 +193,139 @@ def run_shape(shape: shapes.BenchShape, dtype: str, backend: Backend, opts: Opti
         "params": model.num_params,
         "weights_bytes": model.weight_bytes,
         "points": points,
+        "step": step.to_json(),
     }
     return run, model
 
 
-def run_benchmark(opts: Options, backend: Backend | None = None, threads: dict | None = None, log=print) -> dict:
-    """Run the whole sweep and return the results document (see schema.json)."""
-    from engine.bench.backend import get_backend, peak_bandwidth
+class SweepInterrupted(Exception):
+    """Ctrl-C or SIGTERM (e.g. from ``timeout``) after some runs were measured: ``doc`` keeps them."""
+
+    def __init__(self, doc: dict):
+        super().__init__("interrupted")
+        self.doc = doc
+
+
+COMPARED_SHAPES = {"numpy": ("course", "gpt2-small"), "cupy": ("course", "gpt2-small", "llama3-8b")}
+
+
+@dataclass
+class _Sweep:
+    """What a sweep carries from run to run: the device's numbers and what it has found."""
+
+    backend: Backend
+    opts: Options
+    step: StepPath
+    peak_bw: dict
+    flops_by_dtype: dict
+    main_dtype: str
+    started: float
+    threads: dict | None
+    runs: list = field(default_factory=list)
+    comparisons: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def out_of_time(self) -> bool:
+        return self.opts.deadline_s is not None and time.perf_counter() - self.started > self.opts.deadline_s
+
+    def note(self, text: str | None) -> None:
+        if text and text not in self.notes:
+            self.notes.append(text)
+
+
+def _start(opts: Options, backend: Backend, threads: dict | None, log) -> _Sweep:
+    """Check the options, measure the device's peaks, choose the step path."""
+    from engine.bench.backend import peak_bandwidth
 
     started = time.perf_counter()
-    host = provenance.host_info()
-    backend = backend or get_backend(opts.backend)
     dtypes = opts.dtypes or default_dtypes(backend.name)
     for dt in dtypes:
         if dt not in ("float32", "float16"):
             raise BenchError(f"unknown dtype {dt!r}; choose float32 or float16")
-    sweeps = [shapes.build(k, backend=backend.name, quick=opts.quick, llama_layers=opts.llama_layers,
-                           contexts=opts.contexts) for k in opts.shapes]
-
+    step = steps.resolve(opts.step, backend.name)
     peak_bw = peak_bandwidth(backend, opts.peak_bw_gbs, measure_mib=256 if opts.quick else 512)
     main_dtype = "float16" if backend.name == "cupy" else "float32"
     flops_by_dtype = {dt: provenance.measure_matmul_flops(backend.xp, backend.timer, dtype=dt,
                                                           n=_matmul_n(backend.name, dt))
                       for dt in dict.fromkeys([main_dtype, *dtypes])}
-    peak_flops = flops_by_dtype[main_dtype]
     log(f"device: {backend.device['name']}; peak bandwidth {peak_bw['value'] / 1e9:.1f} GB/s ({peak_bw['source']}); "
-        f"matmul {peak_flops['flops'] / 1e9:.1f} GFLOP/s {main_dtype} (measured)")
-
-    runs, notes, comparisons = [], [], []
-
-    def out_of_time() -> bool:
-        return opts.deadline_s is not None and time.perf_counter() - started > opts.deadline_s
-
+        f"matmul {flops_by_dtype[main_dtype]['flops'] / 1e9:.1f} GFLOP/s {main_dtype} (measured); "
+        f"cached step: {step.path}" + (f" ({step.kernels.name} kernels)" if step.kernels else ""))
+    sweep = _Sweep(backend, opts, step, peak_bw, flops_by_dtype, main_dtype, started, threads)
+    sweep.note(step.note)
     if backend.name == "numpy" and "float16" not in dtypes:
-        notes.append("float16 is not in this CPU run: NumPy has no BLAS for float16, so it would time "
-                     "NumPy's fallback loops rather than memory traffic (pass --dtypes float16 to see it).")
-    for shape in sweeps:
-        for dt in dtypes:
-            if dt not in shape.dtypes:
-                continue
-            if runs and out_of_time():  # the first run always gets its first point
-                notes.append(f"Deadline of {opts.deadline_s:g} s reached: {shape.key} {dt} was not measured.")
-                continue
-            n_before = len(shape.contexts)
-            run, model = run_shape(shape, dt, backend, opts, flops_by_dtype[dt]["flops"], peak_bw["value"], log=log,
-                                   out_of_time=out_of_time)
-            if len(run["points"]) < n_before:
-                notes.append(f"Deadline of {opts.deadline_s:g} s reached: {shape.key} {dt} stops at context "
-                             f"{run['points'][-1]['context']}.")
-            runs.append(run)
-            if opts.compare and not out_of_time() and shape.key in ("course", "gpt2-small"):
-                from engine.bench import compare
+        sweep.note("float16 is not in this CPU run: NumPy has no BLAS for float16, so it would time "
+                   "NumPy's fallback loops rather than memory traffic (pass --dtypes float16 to see it).")
+    return sweep
 
-                try:
-                    found, note = compare.compare_with_transformers(model, run, backend, opts, threads, log=log)
-                except Exception as e:  # keep the engine's numbers; say why the comparison is missing
-                    found, note = [], f"transformers comparison failed for {shape.key}: {type(e).__name__}: {e}"
-                comparisons.extend(found)
-                if note and note not in notes:
-                    notes.append(note)
-            del model
-            gc.collect()
-    skipped_any = any(p["skipped"] for r in runs for p in r["points"])
-    if skipped_any:
-        notes.append("Some prefill / no-cache measurements were skipped at long contexts (see each point's "
-                     "'skipped'); there the cache was filled with random keys and values before timing the step.")
 
+def _measure_run(sweep: _Sweep, shape: shapes.BenchShape, dt: str, log) -> None:
+    """One shape in one dtype: the sweep, its launch count, the transformers comparison."""
+    opts, backend = sweep.opts, sweep.backend
+    run, model = run_shape(shape, dt, backend, opts, sweep.flops_by_dtype[dt]["flops"], sweep.peak_bw["value"],
+                           log=log, out_of_time=sweep.out_of_time, step=sweep.step)
+    if len(run["points"]) < len(shape.contexts):
+        sweep.note(f"Deadline of {opts.deadline_s:g} s reached: {shape.key} {dt} stops at context "
+                   f"{run['points'][-1]['context']}.")
+    ctx = launches.count_context([p["context"] for p in run["points"]])
+    counted, why_not = launches.record(model, ctx, backend, sweep.step)
+    if counted:
+        run["launches"] = counted
+        log(f"[{shape.key} {dt}] {counted['per_step']:g} launches per step at context {ctx} ({counted['method']})")
+    sweep.note(why_not)
+    sweep.runs.append(run)
+    if (opts.compare and not sweep.out_of_time() and dt == sweep.main_dtype
+            and shape.key in COMPARED_SHAPES[backend.name]):
+        from engine.bench import compare
+
+        try:
+            found, note = compare.compare_with_transformers(model, run, backend, opts, sweep.threads,
+                                                            step=sweep.step, log=log)
+        except Exception as e:  # keep the engine's numbers; say why the comparison is missing
+            found, note = [], f"transformers comparison failed for {shape.key}: {type(e).__name__}: {e}"
+        sweep.comparisons.extend(found)
+        sweep.note(note)
+
+
+def run_benchmark(opts: Options, backend: Backend | None = None, threads: dict | None = None, log=print) -> dict:
+    """Run the whole sweep and return the results document (see schema.json)."""
+    from engine.bench.backend import get_backend
+
+    host = provenance.host_info()
+    backend = backend or get_backend(opts.backend)
+    sweeps = [shapes.build(k, backend=backend.name, quick=opts.quick, llama_layers=opts.llama_layers,
+                           contexts=opts.contexts) for k in opts.shapes]
+    sweep = _start(opts, backend, threads, log)
+    try:
+        for shape in sweeps:
+            for dt in opts.dtypes or default_dtypes(backend.name):
+                if dt not in shape.dtypes:
+                    continue
+                if sweep.runs and sweep.out_of_time():  # the first run always gets its first point
+                    sweep.note(f"Deadline of {opts.deadline_s:g} s reached: {shape.key} {dt} was not measured.")
+                    continue
+                _measure_run(sweep, shape, dt, log)
+                gc.collect()
+    except KeyboardInterrupt:
+        if not sweep.runs:
+            raise
+        sweep.note(f"Interrupted after {len(sweep.runs)} complete run(s); the runs after them were not measured.")
+        raise SweepInterrupted(_finish(sweep, host)) from None
+    return _finish(sweep, host)
+
+
+def _finish(sweep: _Sweep, host: dict) -> dict:
+    if any(p["skipped"] for r in sweep.runs for p in r["points"]):
+        sweep.note("Some prefill / no-cache measurements were skipped at long contexts (see each point's "
+                   "'skipped'); there the cache was filled with random keys and values before timing the step.")
     host["loadavg_end"] = provenance.loadavg()
-    doc = {
+    return _document(sweep, host)
+
+
+def _document(sweep: _Sweep, host: dict) -> dict:
+    opts, backend = sweep.opts, sweep.backend
+    peak_flops = sweep.flops_by_dtype[sweep.main_dtype]
+    return {
         "schema": "kv-classroom/bench-results",
         "schema_version": 1,
         "provenance": {
@@ -268,24 +333,23 @@ def run_benchmark(opts: Options, backend: Backend | None = None, threads: dict |
             "command": provenance.command_line(opts.argv),
             "backend": backend.name,
             "device": backend.device,
-            "peak_bandwidth": peak_bw,
+            "peak_bandwidth": sweep.peak_bw,
             "peak_flops": {"value": peak_flops["flops"], "source": "measured", "note": peak_flops["method"]},
             "cuda": backend.cuda,
             "versions": provenance.versions(),
             "git": provenance.git_info(),
             "host": host,
-            "threads": threads or {"pinned": False, "method": "gpu" if backend.name == "cupy" else "none",
-                                   "count": None},
+            "threads": sweep.threads or {"pinned": False, "method": "gpu" if backend.name == "cupy" else "none",
+                                         "count": None},
             "timing": {"clock": "cuda_events" if backend.name == "cupy" else "perf_counter",
                        "warmup": opts.warmup, "repeats": opts.repeats, "min_seconds": opts.min_point_seconds},
             "quick": opts.quick,
-            "elapsed_s": round(time.perf_counter() - started, 1),
+            "elapsed_s": round(time.perf_counter() - sweep.started, 1),
         },
-        "runs": runs,
-        "comparisons": comparisons,
-        "notes": notes,
+        "runs": sweep.runs,
+        "comparisons": sweep.comparisons,
+        "notes": sweep.notes,
     }
-    return doc
 
 
 def _matmul_n(backend: str, dtype: str) -> int:

@@ -125,3 +125,35 @@ def time_cuda(fn: Fn, *, setup: Fn | None = None, warmup: int = 1, repeats: int 
         if not _more(i, spent, repeats, min_seconds, max_seconds):
             return summarize(samples)
         i += 1
+
+
+def time_torch_cuda(fn: Fn, *, setup: Fn | None = None, warmup: int = 1, repeats: int = 5,
+                    max_seconds: float | None = None, min_seconds: float | None = None) -> Stats:
+    """Time ``fn`` on PyTorch's current CUDA stream with ``torch.cuda.Event`` pairs.
+
+    The transformers side of a GPU comparison: the same kind of clock as ``time_cuda``,
+    read from PyTorch's stream because that is where transformers queues its kernels.
+    """
+    import torch
+
+    for _ in range(warmup):
+        if setup:
+            setup()
+        fn()
+    torch.cuda.synchronize()
+    samples: list[float] = []
+    spent, i = 0.0, 0
+    while True:
+        if setup:
+            setup()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        dt = start.elapsed_time(end) / 1e3  # ms -> s
+        samples.append(dt)
+        spent += dt
+        if not _more(i, spent, repeats, min_seconds, max_seconds):
+            return summarize(samples)
+        i += 1

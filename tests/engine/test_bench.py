@@ -2,6 +2,8 @@
 the thread pinning, and the one-line errors (the missing-CuPy one above all).
 
 Runs take seconds: one toy shape, two contexts, a given peak bandwidth (no copy test).
+The schema check itself is tested in test_bench_schema.py, the results file's place and
+writing in test_bench_store.py.
 """
 from __future__ import annotations
 
@@ -14,13 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-jsonschema = pytest.importorskip("jsonschema")
-
-from engine.bench import schema  # noqa: E402
-from engine.bench.backend import BenchError, get_backend  # noqa: E402
-from engine.bench.cli import main  # noqa: E402
-from engine.bench.runner import Options, run_benchmark  # noqa: E402
-from engine.bench.timing import summarize, time_host  # noqa: E402
+from engine.bench import schema
+from engine.bench.backend import BenchError, get_backend
+from engine.bench.cli import main
+from engine.bench.runner import Options, run_benchmark
+from engine.bench.timing import summarize, time_host
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = dict(shapes=("tiny",), contexts=(8, 16), warmup=0, repeats=3, compare=False, peak_bw_gbs=10.0,
@@ -43,17 +43,6 @@ def tiny_doc():
 def test_tiny_run_matches_the_schema(tiny_doc):
     schema.validate(tiny_doc)
     assert [p["context"] for p in tiny_doc["runs"][0]["points"]] == [8, 16]
-
-
-def test_schema_rejects_a_result_without_provenance_or_with_a_negative_time(tiny_doc):
-    broken = json.loads(json.dumps(tiny_doc))
-    del broken["provenance"]["git"]
-    with pytest.raises(jsonschema.ValidationError):
-        schema.validate(broken)
-    broken = json.loads(json.dumps(tiny_doc))
-    broken["runs"][0]["points"][0]["decode_cached"]["median_s"] = -1.0
-    with pytest.raises(jsonschema.ValidationError):
-        schema.validate(broken)
 
 
 def test_kv_bytes_and_floor_follow_the_model_and_the_peak(tiny_doc):
@@ -113,8 +102,12 @@ def test_host_timer_runs_setup_untimed_and_respects_the_time_cap():
     capped = time_host(lambda: time.sleep(0.02), warmup=0, repeats=100, max_seconds=0.05)
     assert capped.n == 3  # stops after the cap, but never below three samples
     longer = time_host(lambda: time.sleep(0.002), warmup=0, repeats=3, min_seconds=0.03)
-    # cheap calls are sampled until min_seconds are measured: n samples, none longer than max, sum >= 0.03
-    assert longer.n > 3 and longer.n * longer.max >= 0.03
+    # Cheap calls are sampled until min_seconds are measured, and no longer. Bounded by what was
+    # measured, not by the nominal sleep (a busy machine stretches every sleep): the n samples
+    # reach 0.03 s, so n * max >= 0.03; beyond the 3 required ones, sample n was taken only
+    # because the first n - 1 had not reached it, so (n - 1) * min < 0.03.
+    assert longer.n * longer.max >= 0.03
+    assert longer.n == 3 or (longer.n - 1) * longer.min < 0.03
 
 
 # --------------------------------------------------------------------------- command line
@@ -191,15 +184,17 @@ def test_deadline_keeps_what_was_measured_and_says_what_was_not():
 
 
 def test_cuda_event_timer_reads_event_pairs_in_seconds(monkeypatch):
-    """time_cuda against a stand-in for cupy.cuda whose events read a host clock."""
-    import time
+    """time_cuda against a stand-in for cupy.cuda whose events read a clock that only the
+    timed function moves (10 ms a call): the timer must report exactly that, in seconds."""
     import types
 
     from engine.bench.timing import time_cuda
 
+    clock = [0.0]
+
     class Event:
         def record(self, stream=None):
-            self.t = time.perf_counter()
+            self.t = clock[0]
 
         def synchronize(self):
             pass
@@ -211,5 +206,9 @@ def test_cuda_event_timer_reads_event_pairs_in_seconds(monkeypatch):
     cuda = types.SimpleNamespace(Event=Event, get_current_stream=Stream,
                                  get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3)  # milliseconds, like CUDA
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
-    stats = time_cuda(lambda: time.sleep(0.01), warmup=1, repeats=3)
-    assert stats.n == 3 and 0.009 < stats.median < 0.05
+
+    def step():
+        clock[0] += 0.01
+
+    stats = time_cuda(step, warmup=1, repeats=3)
+    assert stats.n == 3 and stats.median == pytest.approx(0.01) and stats.max == pytest.approx(0.01)

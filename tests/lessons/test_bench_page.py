@@ -25,15 +25,14 @@ def _shapes() -> list[str]:
 
 
 def test_committed_results_exist_and_match_the_schema():
-    jsonschema = pytest.importorskip("jsonschema")
-    from engine.bench.schema import validate
+    from engine.bench.schema import ResultsInvalid, validate
 
     assert FILES, "no results committed in engine/bench/results/"
     for stem, doc in _docs().items():
         try:
             validate(doc)
-        except jsonschema.ValidationError as e:
-            pytest.fail(f"{stem}: {e.message}")
+        except ResultsInvalid as e:
+            pytest.fail(f"{stem}: {e}")
 
 
 def test_results_are_package_data_the_lesson_can_read():
@@ -112,3 +111,96 @@ def test_unknown_file_or_shape_is_a_clear_bilingual_error():
         assert reply["ok"] is False and word in reply["error"]["message"]
     reply = run_json_ok("bench_results", {"shape": "<script>"}, "en")
     assert reply["ok"] is False and "Model shape" in reply["error"]["message"]
+
+
+# --------------------------------------------------------------------------- the GPU results
+
+
+def _gpu_docs():
+    return {stem: d for stem, d in _docs().items() if d["provenance"]["device"]["kind"] == "gpu"}
+
+
+def _cpu_only(monkeypatch):
+    cpu = {stem: d for stem, d in bench_page._RESULTS.items() if d["provenance"]["device"]["kind"] == "cpu"}
+    monkeypatch.setattr(bench_page, "_RESULTS", cpu)
+    return cpu
+
+
+def test_the_default_view_shows_the_gpu_results_when_there_are_some():
+    if not _gpu_docs():
+        pytest.skip("no GPU results committed")
+    out = registry.run("bench_results", None, "en")
+    names = [tr["name"] for f in out["figures"] for tr in f["figure"]["data"]]
+    assert any("CuPy" in n for n in names)
+    assert {"peak_share", "transformers", "launches"} <= {f["key"] for f in out["figures"]}
+
+
+def test_the_share_of_peak_is_the_files_bandwidth_fraction():
+    stem, doc = next(iter(_gpu_docs().items()), (None, None))
+    if doc is None:
+        pytest.skip("no GPU results committed")
+    run = next(r for r in doc["runs"] if r["shape"] == "llama3-8b")
+    out = registry.run("bench_results", {"results": stem, "shape": "llama3-8b"}, "en")
+    fig = next(f for f in out["figures"] if f["key"] == "peak_share")["figure"]
+    trace = next(tr for tr in fig["data"] if tr["name"].endswith(run["dtype"]))
+    assert trace["y"] == pytest.approx([100 * p["bandwidth_fraction"] for p in run["points"]], rel=1e-5)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_launches_and_the_launch_bound_sentence_come_from_the_profile(lang):
+    from engine.bench import baseline
+    from engine.gpu.recording import launches_per_step
+
+    found = [(d, baseline.for_doc(d)) for d in _gpu_docs().values()]
+    found = [(d, b) for d, b in found if b]
+    if not found:
+        pytest.skip("no GPU results with side measurements")
+    doc, b = found[0]
+    p = b.profile
+    out = registry.run("bench_results", {"shape": p.shape}, lang)
+    rows = next(f for f in out["figures"] if f["key"] == "launches")["table"]["rows"]
+    assert [r[2] for r in rows] == [p.ops_per_step, launches_per_step(p.n_layers)]
+    note = next(n for n in out["notes"] if f"{p.ops_per_step:g}" in n and "gemv" in n)
+    for number in (f"{p.ops_per_layer:.0f}", f"{b.launch_us:.0f}", f"{p.busy_ms:.2f}", f"{p.wall_ms:.2f}"):
+        assert number in note, (number, note)
+
+
+def test_the_transformers_rows_hold_both_medians():
+    from engine.bench import baseline
+
+    for stem, doc in _gpu_docs().items():
+        b = baseline.for_doc(doc)
+        if b is None:
+            continue
+        out = registry.run("bench_results", {"results": stem, "shape": b.hf_setup["shape"]}, "en")
+        rows = next(f for f in out["figures"] if f["key"] == "transformers")["table"]["rows"]
+        want = b.comparisons(doc)
+        assert [r[2] for r in rows] == [c["context"] for c in want]
+        assert [r[4] for r in rows] == pytest.approx([c["transformers"]["median_s"] * 1e3 for c in want], rel=1e-3)
+        assert all(r[6] == "transformers faster" for r, c in zip(rows, want) if c["ratio"] < 1)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_with_only_the_cpu_file_the_page_shows_no_gpu_figures(monkeypatch, lang):
+    _cpu_only(monkeypatch)
+    for shape in _shapes():
+        out = check_output(bench_page.run({"results": "all", "shape": shape}, lang))
+        keys = {f["key"] for f in out["figures"]}
+        assert "launches" not in keys
+        assert not any("H200" in json.dumps(x, ensure_ascii=False) for x in (out["figures"], out["tables"]))
+        assert any(n in out["notes"] for n in ("No GPU results have been measured yet.", "目前還沒有任何 GPU 的量測結果。"))
+
+
+def test_every_string_uses_the_terminology_tables_terms():
+    from lesson_checks import strings_of
+
+    from lessons.terminology import variants
+
+    found = set()
+    for lang in ("en", "zh-TW"):
+        texts = strings_of(registry.describe("bench_results", lang))
+        for results in [o[0] for o in bench_page.CONTROLS[0].options]:
+            for shape in [o[0] for o in bench_page.CONTROLS[1].options]:
+                texts += strings_of(registry.run("bench_results", {"results": results, "shape": shape}, lang))
+        found |= {(lang, concept, word) for text in texts for concept, word in variants(text, lang)}
+    assert not found
