@@ -122,15 +122,21 @@ def _near(text: str, m: re.Match, width: int = 12) -> str:
     return text[max(0, m.start() - width):m.end() + width].replace("\n", "⏎")
 
 
+def _markup(markdown: str) -> str:
+    """Markdown without code: what the emphasis checks read (prose() would drop the markup)."""
+    return INLINE_CODE.sub(" ", FENCE.sub("", markdown))
+
+
 def italics_on_chinese(markdown: str) -> list[str]:
     """Emphasis (``*…*``, ``_…_``, ``<em>``/``<i>``) around text that contains Chinese."""
-    text = INLINE_CODE.sub(" ", FENCE.sub("", markdown))
+    text = _markup(markdown)
     return [f"italic Chinese: {_near(text, m)!r}" for m in
             [*ITALIC_MARK.finditer(text), *ITALIC_TAG.finditer(text)]]
 
 
-def space_after_bold(text: str) -> list[str]:
+def space_after_bold(markdown: str) -> list[str]:
     """A space after full-width punctuation that closes bold: 「。** 下一句」."""
+    text = _markup(markdown)
     return [f"space after 。**: {_near(text, m)!r}" for m in SPACE_AFTER_BOLD.finditer(text)]
 
 
@@ -164,7 +170,7 @@ def mixed_slashes(text: str) -> list[str]:
 # check name -> (function, whether it reads the raw Markdown rather than the prose)
 TYPOGRAPHY = {
     "italics": (italics_on_chinese, True),
-    "space after 。**": (space_after_bold, False),
+    "space after 。**": (space_after_bold, True),
     "hard line breaks": (hard_line_breaks, False),
     "middle dot": (middle_dots, False),
     "double quotes": (double_quotes, False),
@@ -227,7 +233,7 @@ def test_typography(path, check):
 # check -> (a sample it must flag, a sample of the right form it must let through)
 PLANTED = {
     "italics": ("先看*這一站*的筆記，再讀 <em>新的</em> 那段。", "先看**這一站**的筆記，第 *t* 步，`*程式碼*`。"),
-    "space after 。**": ("**圖已經在了。** 每個示範", "**圖已經在了。**每個示範，**Roofline 模型** 很有用。"),
+    "space after 。**": ("**圖已經在了。** 每個示範", "**圖已經在了。**每個示範，[**key（鍵向量）**](g.md#key)，**Roofline 模型** 很有用。"),
     "hard line breaks": ("這是一段很長的中文，\n被硬生生折成兩行。\n", "一整段寫在同一行。\n\n- 清單第一項\n- 清單第二項\n"),
     "middle dot": ("1・下一個詞元", "第 1 張：下一個詞元、第 2 張"),
     "double quotes": ('輸入 "The cat" 看看，或「"The cat"」。', '??? question "為什麼？"\n    輸入「The cat」看看。'),
