@@ -1,8 +1,28 @@
-"""zh-TW pages use Traditional characters and Taiwan terms.
+"""zh-TW pages use Traditional characters, Taiwan terms and Chinese typography.
 
-Two checks on the prose of every ``*.zh-TW.md`` (code, Mermaid, URLs, markup, facts and demo
+Checks on the prose of every ``*.zh-TW.md`` (code, Mermaid, URLs, markup, facts and demo
 blocks removed, see ``zh_prose.py``): OpenCC's s2twp conversion (Simplified -> Traditional
-with Taiwan phrases) must change nothing, and no mainland term from the list below appears.
+with Taiwan phrases) must change nothing, no mainland term from the list below appears, and
+the typography rules below hold.
+
+Typography rules (issue 11), each a function here with a planted sample that proves it bites:
+
+* No italics on Chinese text (``*中文*``, ``_中文_``, ``<em>``/``<i>``): CJK fonts have no
+  italic face, so browsers slant the glyphs artificially. Emphasise with bold or 「」.
+* No space after a full-width punctuation mark that closes bold (``。** 下一句``): full-width
+  punctuation already carries its own space, so the extra one shows as a gap.
+* No hard line breaks inside a Chinese paragraph: a line of Chinese prose must not be followed
+  by another line of the same paragraph, because the browser turns the newline into a space
+  between two characters. Write each paragraph, list item and admonition body on one line.
+* No katakana middle dot 「・」 (nor its half-width form): use 「、」 between items, or write
+  the plate titles as 「第 1 張：…」.
+* Quoted strings, English or Chinese, are written in corner brackets: 「The cat sat on the」,
+  never "The cat" nor 「"The cat"」 (no ASCII or curly double quotes in zh-TW prose; a token
+  whose leading space matters is written as code, `␣milk`). Admonition titles keep the
+  quotes Markdown needs.
+* Slashes: a slash with a Han character or full-width mark on either side is the full-width
+  「／」 (台／臺, FLOP／位元組); a slash between Latin letters or digits on both sides is the
+  ASCII "/" (K/V, key/value, FLOP/s, top-k/top-p).
 """
 from __future__ import annotations
 
@@ -12,7 +32,7 @@ import re
 import pytest
 
 from site_pages import DOCS
-from zh_prose import prose
+from zh_prose import FENCE, prose
 
 # (text on the page, what s2twp makes of it): allowed, with the reason.
 ALLOWED_CONVERSIONS = {
@@ -83,6 +103,81 @@ def mainland_terms(text: str) -> list[str]:
     return found
 
 
+HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+FULL_WIDTH = r"\u3000-\u303f\uff01-\uff60"  # 。、「」 and the full-width forms ，：；（）
+ITALIC_MARK = re.compile(rf"(?<![*_A-Za-z0-9\\])([*_])(?![*_\s])([^*_\n]*?[{HAN}][^*_\n]*?)(?<![*_\s])\1(?![*_A-Za-z0-9])")
+ITALIC_TAG = re.compile(rf"<(em|i)\b[^>]*>[^<]*[{HAN}][^<]*</\1>")
+INLINE_CODE = re.compile(r"`[^`\n]+`")
+SPACE_AFTER_BOLD = re.compile(rf"[{FULL_WIDTH}]\*\*[ \t]+(?=\S)")
+MIDDLE_DOT = re.compile(r"[\u30fb\uff65]")
+DOUBLE_QUOTE = re.compile(r'["\u201c\u201d]')
+ADMONITION_TITLE = re.compile(r'^(\s*(?:\?\?\?\+?|!!!)\s+[\w-]+(?:\s+[\w-]+)*\s+)"([^"\n]*)"', re.MULTILINE)
+ASCII_SLASH_BY_HAN = re.compile(rf"[{HAN}{FULL_WIDTH}]/|/[{HAN}{FULL_WIDTH}]")
+WIDE_SLASH_BY_LATIN = re.compile(rf"(?<![{HAN}{FULL_WIDTH}])／(?![{HAN}{FULL_WIDTH}])")
+BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|\||>|\?\?\?|!!!|<)")
+HAS_HAN = re.compile(f"[{HAN}]")
+
+
+def _near(text: str, m: re.Match, width: int = 12) -> str:
+    return text[max(0, m.start() - width):m.end() + width].replace("\n", "⏎")
+
+
+def _markup(markdown: str) -> str:
+    """Markdown without code: what the emphasis checks read (prose() would drop the markup)."""
+    return INLINE_CODE.sub(" ", FENCE.sub("", markdown))
+
+
+def italics_on_chinese(markdown: str) -> list[str]:
+    """Emphasis (``*…*``, ``_…_``, ``<em>``/``<i>``) around text that contains Chinese."""
+    text = _markup(markdown)
+    return [f"italic Chinese: {_near(text, m)!r}" for m in
+            [*ITALIC_MARK.finditer(text), *ITALIC_TAG.finditer(text)]]
+
+
+def space_after_bold(markdown: str) -> list[str]:
+    """A space after full-width punctuation that closes bold: 「。** 下一句」."""
+    text = _markup(markdown)
+    return [f"space after 。**: {_near(text, m)!r}" for m in SPACE_AFTER_BOLD.finditer(text)]
+
+
+def hard_line_breaks(text: str) -> list[str]:
+    """A line of Chinese prose followed by a further line of the same paragraph."""
+    lines = text.splitlines()
+    found = []
+    for line, nxt in zip(lines, lines[1:]):
+        if HAS_HAN.search(line) and not BLOCK_START.match(line) and nxt.strip() and not BLOCK_START.match(nxt):
+            found.append(f"line break inside a paragraph: {line.strip()[-16:]!r} / {nxt.strip()[:16]!r}")
+    return found
+
+
+def middle_dots(text: str) -> list[str]:
+    """The katakana middle dot 「・」 (and its half-width form)."""
+    return [f"middle dot: {_near(text, m)!r}" for m in MIDDLE_DOT.finditer(text)]
+
+
+def double_quotes(text: str) -> list[str]:
+    """ASCII or curly double quotes in prose; admonition titles keep Markdown's quotes."""
+    text = ADMONITION_TITLE.sub(r"\1\2", text)
+    return [f"double quote (use 「」): {_near(text, m)!r}" for m in DOUBLE_QUOTE.finditer(text)]
+
+
+def mixed_slashes(text: str) -> list[str]:
+    """ASCII / touching Chinese, or full-width ／ between Latin letters or digits."""
+    return ([f"ASCII / next to Chinese (use ／): {_near(text, m)!r}" for m in ASCII_SLASH_BY_HAN.finditer(text)]
+            + [f"full-width ／ between Latin (use /): {_near(text, m)!r}" for m in WIDE_SLASH_BY_LATIN.finditer(text)])
+
+
+# check name -> (function, whether it reads the raw Markdown rather than the prose)
+TYPOGRAPHY = {
+    "italics": (italics_on_chinese, True),
+    "space after 。**": (space_after_bold, True),
+    "hard line breaks": (hard_line_breaks, False),
+    "middle dot": (middle_dots, False),
+    "double quotes": (double_quotes, False),
+    "slashes": (mixed_slashes, False),
+}
+
+
 @pytest.fixture(scope="module")
 def s2twp():
     opencc = pytest.importorskip("opencc", reason="OpenCC is not installed: pip install -e '.[test]'")
@@ -124,3 +219,36 @@ def test_prose_drops_code_diagrams_urls_and_facts():
           '<span title="数据">後文</span> {#id-数据}\n')
     text = prose(md)
     assert "数据" not in text and "前文" in text and "後文" in text and "連結" in text
+
+
+@pytest.mark.parametrize("check", TYPOGRAPHY)
+@pytest.mark.parametrize("path", ZH_PAGES, ids=IDS)
+def test_typography(path, check):
+    function, raw = TYPOGRAPHY[check]
+    markdown = path.read_text(encoding="utf-8")
+    found = function(markdown if raw else prose(markdown))
+    assert not found, "\n".join(found)
+
+
+# check -> (a sample it must flag, a sample of the right form it must let through)
+PLANTED = {
+    "italics": ("先看*這一站*的筆記，再讀 <em>新的</em> 那段。", "先看**這一站**的筆記，第 *t* 步，`*程式碼*`。"),
+    "space after 。**": ("**圖已經在了。** 每個示範", "**圖已經在了。**每個示範，[**key（鍵向量）**](g.md#key)，**Roofline 模型** 很有用。"),
+    "hard line breaks": ("這是一段很長的中文，\n被硬生生折成兩行。\n", "一整段寫在同一行。\n\n- 清單第一項\n- 清單第二項\n"),
+    "middle dot": ("1・下一個詞元", "第 1 張：下一個詞元、第 2 張"),
+    "double quotes": ('輸入 "The cat" 看看，或「"The cat"」。', '??? question "為什麼？"\n    輸入「The cat」看看。'),
+    "slashes": ("top-k／top-p 與 台/臺", "top-k/top-p、K/V、FLOP/s、台／臺、FLOP／位元組"),
+}
+
+
+@pytest.mark.parametrize("check", TYPOGRAPHY)
+def test_typography_checks_catch_planted_faults(check):
+    """Each rule flags its planted fault and lets the correct form through."""
+    function, raw = TYPOGRAPHY[check]
+    bad, good = PLANTED[check]
+    assert function(bad if raw else prose(bad)), f"{check} missed: {bad!r}"
+    assert not function(good if raw else prose(good)), f"{check} flagged the correct form: {good!r}"
+
+
+def test_every_typography_rule_has_a_planted_sample():
+    assert set(PLANTED) == set(TYPOGRAPHY)
