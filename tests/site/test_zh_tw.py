@@ -38,6 +38,13 @@ from zh_prose import FENCE, prose
 ALLOWED_CONVERSIONS = {
     ("台", "臺"): "台 and 臺 are both standard in Taiwan (臺 is the Ministry of Education form, "
                  "台 the everyday one: 台灣, 平台, 台積電).",
+    # s2twp's phrase table maps these to the words for something else; each original is the
+    # correct Taiwan term for what the pages mean.
+    ("參", "引"): "參數 is a model's parameters in Taiwan too; s2twp turns it into 引數, which is a "
+                 "function's argument.",
+    ("文件", "檔案"): "文件 is documentation (Python 說明文件); 檔案 is a file on disk.",
+    ("項目", "專案"): "項目 is an item in a list; 專案 is a project.",
+    ("了", "瞭"): "s2twp turns the particle 了 after some verbs (證明了) into 瞭, which is wrong there.",
 }
 
 # Mainland term -> (the Taiwan term, why it is flagged). Patterns are regular expressions.
@@ -206,6 +213,7 @@ def test_the_checks_catch_what_they_should(s2twp):
     changes = conversion_changes(sample, s2twp)
     assert any("这" in a for _, a, _b in changes)
     assert conversion_changes("台灣的平台很好。", s2twp) == []  # allowed: 台 vs 臺
+    assert conversion_changes("模型有一百萬個參數，說明文件的第一個項目證明了這點。", s2twp) == []
     terms = " ".join(mainland_terms(sample))
     for term in ("程序", "數據", "緩存", "軟件"):
         assert term in terms
