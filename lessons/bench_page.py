@@ -114,7 +114,7 @@ def _latency(series, lang):
                          _ms(p["decode_uncached"]["median_s"]) if p["decode_uncached"] else "—",
                          _ms(p["prefill"]["median_s"]) if p["prefill"] else "—"])
     title = t({"en": "Decode step time vs context", "zh-TW": "每個解碼步驟的時間與上下文長度"}, lang)
-    lay = layout(title, t({"en": "context (tokens already in the cache, log)", "zh-TW": "上下文（快取中已有的詞元數，對數）"}, lang),
+    lay = layout(t({"en": "context (tokens already in the cache, log)", "zh-TW": "上下文（快取中已有的詞元數，對數）"}, lang),
                  t({"en": "time per step (ms, log; bars: p10–p90)", "zh-TW": "每步時間（毫秒，對數；誤差線：p10–p90）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t({"en": "results", "zh-TW": "結果"}, lang), t({"en": "context", "zh-TW": "上下文"}, lang),
@@ -136,7 +136,7 @@ def _speedup(series, lang):
                      "y": floats(ratio), "line": {"color": SEQUENCE[i % len(SEQUENCE)]}})
         rows += [[label, p["context"], float(f"{r:.3g}")] for p, r in zip(pts, ratio)]
     title = t({"en": "Speedup from the KV cache", "zh-TW": "KV 快取帶來的加速"}, lang)
-    lay = layout(title, t({"en": "context (tokens, log)", "zh-TW": "上下文（詞元數，對數）"}, lang),
+    lay = layout(t({"en": "context (tokens, log)", "zh-TW": "上下文（詞元數，對數）"}, lang),
                  t({"en": "no-cache time ÷ cached time (×)", "zh-TW": "不用快取時間 ÷ 使用快取時間（倍）"}, lang),
                  xaxis={"type": "log"})
     cols = [t({"en": "results", "zh-TW": "結果"}, lang), t({"en": "context", "zh-TW": "上下文"}, lang),
@@ -157,7 +157,7 @@ def _memory(series, lang):
         rows += [[label, p["context"], fmt_bytes(p["kv_cache_bytes"]), fmt_bytes(run["weights_bytes"])]
                  for p in run["points"]]
     title = t({"en": "KV cache size vs context (one sequence)", "zh-TW": "KV 快取大小與上下文長度（單一序列）"}, lang)
-    lay = layout(title, t({"en": "context (tokens, log)", "zh-TW": "上下文（詞元數，對數）"}, lang),
+    lay = layout(t({"en": "context (tokens, log)", "zh-TW": "上下文（詞元數，對數）"}, lang),
                  t({"en": "MiB (log)", "zh-TW": "MiB（對數）"}, lang), xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t({"en": "results", "zh-TW": "結果"}, lang), t({"en": "context", "zh-TW": "上下文"}, lang),
             t({"en": "KV cache", "zh-TW": "KV 快取"}, lang), t({"en": "weights", "zh-TW": "權重"}, lang)]
@@ -198,7 +198,7 @@ def _roofline(series, lang):
                   float(f"{p['flops_per_s'] / 1e9:.4g}"), fmt_si(p["achieved_bandwidth"], "B/s"), float(f"{s:.3g}")]
                  for p, s in zip(pts, share)]
     title = t({"en": "Cached decode steps on the roofline", "zh-TW": "使用快取的解碼步驟在屋頂線上的位置"}, lang)
-    lay = layout(title, t({"en": "intensity: FLOP per byte (log)", "zh-TW": "運算強度：FLOP／位元組（對數）"}, lang),
+    lay = layout(t({"en": "intensity: FLOP per byte (log)", "zh-TW": "運算強度：FLOP／位元組（對數）"}, lang),
                  t({"en": "GFLOP/s (log)", "zh-TW": "GFLOP/s（對數）"}, lang), xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t({"en": "results", "zh-TW": "結果"}, lang), t({"en": "context", "zh-TW": "上下文"}, lang),
             t({"en": "intensity (FLOP/byte)", "zh-TW": "運算強度（FLOP/位元組）"}, lang), "GFLOP/s",
@@ -222,7 +222,7 @@ def _floor(series, lang):
         rows += [[label, p["context"], _ms(p["decode_cached"]["median_s"]), _ms(p["lower_bound_s"]),
                   float(f"{p['decode_cached']['median_s'] / p['lower_bound_s']:.3g}")] for p in pts]
     title = t({"en": "Gap to the physical floor (cached step)", "zh-TW": "與物理下限的差距（使用快取的一步）"}, lang)
-    lay = layout(title, t({"en": "context (tokens, log)", "zh-TW": "上下文（詞元數，對數）"}, lang),
+    lay = layout(t({"en": "context (tokens, log)", "zh-TW": "上下文（詞元數，對數）"}, lang),
                  t({"en": "time per step (ms, log)", "zh-TW": "每步時間（毫秒，對數）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t({"en": "results", "zh-TW": "結果"}, lang), t({"en": "context", "zh-TW": "上下文"}, lang),
