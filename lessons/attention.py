@@ -66,11 +66,11 @@ def _figure_weights(w, pieces, values, lang) -> dict:
     T = len(pieces)
     # Causal mask: query i sees keys 0..i; later keys are blank (None), not "0 attention".
     z = [[float(f"{w[i, j]:.4g}") if j <= i else None for j in range(T)] for i in range(T)]
-    q_lbl, k_lbl, w_lbl = t(QUERY_AXIS, lang), t(KEY_AXIS, lang), t(L.WEIGHT, lang)
+    q_lbl, k_lbl, w_lbl, c = t(QUERY_AXIS, lang), t(KEY_AXIS, lang), t(L.WEIGHT, lang), t(L.COLON, lang)
     heat = [{"type": "heatmap", "z": z, "x": list(range(T)), "y": list(range(T)), "zmin": 0, "zmax": 1,
              "colorscale": "Blues", "reversescale": True, "colorbar": {"title": {"text": w_lbl}},
              "customdata": [[[pieces[i], pieces[j]] for j in range(T)] for i in range(T)],
-             "hovertemplate": f"{q_lbl}: %{{customdata[0]}}<br>{k_lbl}: %{{customdata[1]}}<br>{w_lbl}: %{{z:.3f}}<extra></extra>"}]
+             "hovertemplate": f"{q_lbl}{c}%{{customdata[0]}}<br>{k_lbl}{c}%{{customdata[1]}}<br>{w_lbl}{c}%{{z:.3f}}<extra></extra>"}]
     title = t({"en": f"Who attends to whom ({_where(values, 'en')})", "zh-TW": f"誰在注意誰（{_where(values, 'zh-TW')}）"}, lang)
     lay = layout(k_lbl, q_lbl, xaxis={**_axis(pieces), "side": "bottom"},
                  yaxis={**_axis(pieces), "tickangle": 0, "autorange": "reversed"}, height=max(360, 28 * T + 140))
@@ -82,14 +82,14 @@ def _figure_weights(w, pieces, values, lang) -> dict:
 
 def _figure_newest(s_row, w_row, pieces, lang) -> dict:
     pos = list(range(len(pieces)))
-    s_lbl, w_lbl, k_lbl = t(SCORE, lang), t(L.WEIGHT, lang), t(KEY_AXIS, lang)
+    s_lbl, w_lbl, k_lbl, c = t(SCORE, lang), t(L.WEIGHT, lang), t(KEY_AXIS, lang), t(L.COLON, lang)
     colors = [HIGHLIGHT if j == int(np.argmax(w_row)) else COLORS["blue"] for j in pos]
     bars = [
         {"type": "bar", "name": s_lbl, "x": pos, "y": floats(s_row), "marker": {"color": COLORS["grey"]},
-         "customdata": pieces, "hovertemplate": f"%{{customdata}}<br>{s_lbl}: %{{y:.3f}}<extra></extra>"},
+         "customdata": pieces, "hovertemplate": f"%{{customdata}}<br>{s_lbl}{c}%{{y:.3f}}<extra></extra>"},
         {"type": "bar", "name": t({"en": "softmax weight", "zh-TW": "softmax 權重"}, lang), "x": pos, "y": floats(w_row),
          "xaxis": "x2", "yaxis": "y2", "marker": {"color": colors}, "customdata": pieces,
-         "hovertemplate": f"%{{customdata}}<br>{w_lbl}: %{{y:.3f}}<extra></extra>"},
+         "hovertemplate": f"%{{customdata}}<br>{w_lbl}{c}%{{y:.3f}}<extra></extra>"},
     ]
     newest = pieces[-1]
     title = t({"en": f"The newest token “{newest}”: scores, then softmax",

@@ -139,7 +139,7 @@ def _figure_energy(lang) -> dict:
                "zh-TW": "每次操作的能量（45 奈米製程的估計值，Horowitz 2014）"}, lang)
     data = [{"type": "bar", "x": labels, "y": pj, "text": [f"{fmt_num(p)} pJ" for p in pj], "textposition": "outside",
              "marker": {"color": [COLORS["green"], COLORS["green"], COLORS["sky"], COLORS["vermillion"]]},
-             "hovertemplate": "%{x}: %{y:g} pJ<extra></extra>", "name": "pJ"}]
+             "hovertemplate": f"%{{x}}{t(L.COLON, lang)}%{{y:g}} pJ<extra></extra>", "name": "pJ"}]
     source = t({"en": "Source: Horowitz, ISSCC 2014; Han et al., NIPS 2015", "zh-TW": "來源：Horowitz，ISSCC 2014；Han 等人，NIPS 2015"}, lang)
     lay = layout("", t({"en": "picojoules (log)", "zh-TW": "皮焦耳（對數）"}, lang), yaxis={"type": "log"},
                  showlegend=False, margin={"t": 36},

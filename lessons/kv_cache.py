@@ -76,7 +76,7 @@ def _figure_cache(cached, per_layer, lang) -> dict:
     layers = [t(L.layer(n), lang) for n in range(1, len(per_layer[0]) + 1)]
     data = [{"type": "bar", "name": name, "x": x, "y": floats(b[l] / 1024 for b in per_layer),
              "marker": {"color": SEQUENCE[l % len(SEQUENCE)]}, "customdata": [fmt_bytes(b[l]) for b in per_layer],
-             "hovertemplate": f"{name}: %{{customdata}}<extra></extra>"} for l, name in enumerate(layers)]
+             "hovertemplate": f"{name}{t(L.COLON, lang)}%{{customdata}}<extra></extra>"} for l, name in enumerate(layers)]
     title = t({"en": "The cache fills up, layer by layer", "zh-TW": "快取一層一層填滿"}, lang)
     lay = layout(t(STEP_AXIS, lang), t({"en": "KV cache (KiB)", "zh-TW": "KV 快取（KiB）"}, lang), barmode="stack", xaxis=axis)
     cols = ([t(L.STEP, lang), t({"en": "new token", "zh-TW": "新詞元"}, lang),

@@ -92,6 +92,7 @@ ENGLISH = {"en": "English", "zh-TW": "英文"}
 CHINESE = {"en": "Chinese", "zh-TW": "中文"}
 MEAN_OF_HEADS = {"en": "mean of all heads", "zh-TW": "所有 head 的平均"}
 SOURCE = {"en": "source", "zh-TW": "來源"}
+COLON = {"en": ": ", "zh-TW": "："}  # between a label and its value (hover texts)
 
 
 # --------------------------------------------------------------------------- with a number

@@ -49,7 +49,7 @@ def _figure_cache(cache, per_layer, pieces, lang) -> dict:
     norm = t({"en": "key size ‖k‖", "zh-TW": "key 的長度 ‖k‖"}, lang)
     heat = [{"type": "heatmap", "z": z, "x": list(range(T)), "y": layers, "colorscale": "Viridis",
              "colorbar": {"title": {"text": norm}}, "customdata": [pieces for _ in range(L_)],
-             "hovertemplate": f"%{{y}} · %{{customdata}}<br>{norm}: %{{z:.3g}}<extra></extra>"}]
+             "hovertemplate": f"%{{y}} · %{{customdata}}<br>{norm}{t(L.COLON, lang)}%{{z:.3g}}<extra></extra>"}]
     title = t({"en": "Every layer keeps its own K/V notes for every token", "zh-TW": "每一層都替每個詞元記下自己的 K/V 筆記"}, lang)
     lay = layout(t({"en": "token (position in the cache)", "zh-TW": "詞元（在快取中的位置）"}, lang), t(L.LAYER, lang),
                  xaxis={"tickmode": "array", "tickvals": list(range(T)), "ticktext": [show_piece(p) for p in pieces],
@@ -78,7 +78,8 @@ def _figure_lens(tok, probs, pieces, lang) -> dict:
         {"type": "bar", "name": lbl_top, "x": stages, "y": floats(p[i] for p, i in zip(probs, top1)),
          "text": [show_piece(s) for s in tok.pieces(top1)], "textposition": "outside",
          "marker": {"color": [COLORS["vermillion"] if i == final else COLORS["sky"] for i in top1]},
-         "hovertemplate": f"%{{x}}<br>{lbl_top}: %{{text}} (%{{y:.1%}})<extra></extra>"},
+         "hovertemplate": f"%{{x}}<br>{lbl_top}{t(L.COLON, lang)}%{{text}}"
+                          + t({"en": " (%{y:.1%})", "zh-TW": "（%{y:.1%}）"}, lang) + "<extra></extra>"},
         {"type": "scatter", "mode": "lines+markers", "name": lbl_final, "x": stages,
          "y": floats(p[final] for p in probs), "line": {"color": COLORS["blue"]},
          "hovertemplate": f"%{{x}}<br>%{{y:.1%}}<extra>{lbl_final}</extra>"},
