@@ -133,8 +133,11 @@ def run(values: dict, lang: str) -> dict:
     notes = []
     if context < values["context"]:
         notes.append(t({
-            "en": f"{model_name} has a context window of {fmt_int(cfg.max_seq_len)} tokens; the context was set to {fmt_int(context)}.",
-            "zh-TW": f"{model_name} 的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元，上下文已改成 {fmt_int(context)}。"}, lang))
+            "en": f"{model_options.label(values['model'], 'en')} has a context window of {fmt_int(cfg.max_seq_len)} tokens; "
+                  f"the context was set to {fmt_int(context)}.",
+            "zh-TW": L.zh_join(model_options.label(values["model"], "zh-TW"),
+                               f"的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元，上下文已改成 {fmt_int(context)}。")},
+            lang))
     values = {**values, "context": context}
     pts = points(cfg, context, values["batch"], dev)
     return {"figures": [_figure_roofline(dev, pts, model_name, values, lang)], "notes": notes + _notes(dev, pts, values, lang)}
