@@ -137,12 +137,17 @@ def cell(value: Any) -> str:
     A bool has no wording here (yes/no belongs to the reader's language) and NaN or infinity
     has no honest display: both raise, so a lesson bug fails the tests instead of a page.
     """
-    if value is None:
-        return ""
+    # plain isinstance checks first (NumPy's float64 is a float): a demo table has hundreds of cells
     if isinstance(value, str):
         return value
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         raise TypeError("a table cell cannot be a bool: write the word in the reader's language")
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return fmt_num(value)
+    if value is None:
+        return ""
     if isinstance(value, numbers.Integral):
         return fmt_int(value)
     if isinstance(value, numbers.Real):
@@ -158,12 +163,19 @@ def fmt_num(x: float, digits: int = DIGITS) -> str:
         raise ValueError(f"non-finite value {x!r} has no display")
     if x == 0:
         return "0"
-    x = float(f"{x:.{digits}g}")  # round first, so 999.7 becomes 1000 before picking decimals
-    exponent = math.floor(math.log10(abs(x)))
+    short = f"{x:.{digits}g}"  # already right below 1,000 (no separator needed) unless in e-notation
+    if "e" not in short and abs(x) < 1000:
+        return short
+    # the e-format rounds to `digits` significant digits and says where the first one sits
+    # (999.7 -> '1.00e+03'); the fixed format then rounds at that same digit
+    mantissa, _, power = f"{x:.{digits - 1}e}".partition("e")
+    exponent = int(power)
     if exponent < -4:  # 0.0000123: scientific, without the padding zero of '1.23e-05'
-        mantissa, _, power = f"{x:.{digits - 1}e}".partition("e")
-        return f"{_trim(mantissa)}e{int(power)}"
-    return _trim(f"{x:,.{max(0, digits - 1 - exponent)}f}")
+        return f"{_trim(mantissa)}e{exponent}"
+    decimals = digits - 1 - exponent
+    if decimals < 0:  # 1234567.5 -> 1230000: round left of the point, print no decimals
+        return f"{round(x, decimals):,.0f}"
+    return _trim(f"{x:,.{decimals}f}")
 
 
 def _trim(text: str) -> str:

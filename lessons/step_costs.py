@@ -30,8 +30,9 @@ def decode_step(cfg, context: int, batch: int, weight_bits: float, kv_bytes: int
     ``context`` tokens each."""
     flops = costs.decode_step_flops(cfg, context, use_cache=True)
     # engine.costs at 1 byte per number counts numbers: weights read + cache traffic
-    n_weights = costs.decode_step_bytes(cfg, context, use_cache=True, dtype_bytes=1) - kv_traffic(cfg, context, 1)
-    return batch * flops, _weight_bytes(n_weights, weight_bits), batch * kv_traffic(cfg, context, kv_bytes)
+    kv_numbers = kv_traffic(cfg, context, 1)
+    n_weights = costs.decode_step_bytes(cfg, context, use_cache=True, dtype_bytes=1) - kv_numbers
+    return batch * flops, _weight_bytes(n_weights, weight_bits), batch * kv_numbers * kv_bytes
 
 
 def prefill(cfg, n_tokens: int, weight_bits: float, kv_bytes: int) -> tuple[int, int]:

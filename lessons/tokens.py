@@ -75,6 +75,12 @@ def real_tokenizers() -> list[dict]:
     return [dict(r, pairs={k: v for k, v in r["pairs"].items() if k in fresh}) for r in doc["tokenizers"]]
 
 
+@functools.lru_cache(maxsize=64)
+def course_count(sentence: str) -> int:
+    """Tokens of a built-in sentence in the course tokenizer (counted once per process)."""
+    return len(course_tokenizer().encode(sentence))
+
+
 def _split_char(tok, token_id: int) -> bool:
     """True when a token's bytes are not whole UTF-8 characters (part of a character)."""
     try:
@@ -133,10 +139,11 @@ def _figure_counts(groups, counts, lang) -> dict:
 def _figure_real(tok, pair: str, lang) -> dict:
     """The pair's token counts in the course tokenizer and in each production tokenizer."""
     en_s, zh_s = PAIRS[pair]
-    names = [t(COURSE_TOKENIZER, lang)] + [_real_name(r) for r in real_tokenizers() if pair in r["pairs"]]
-    en_n = [len(tok.encode(en_s))] + [r["pairs"][pair]["en"] for r in real_tokenizers() if pair in r["pairs"]]
-    zh_n = [len(tok.encode(zh_s))] + [r["pairs"][pair]["zh-TW"] for r in real_tokenizers() if pair in r["pairs"]]
-    vocab = [tok.vocab_size] + [r["vocab_size"] for r in real_tokenizers() if pair in r["pairs"]]
+    reals = [r for r in real_tokenizers() if pair in r["pairs"]]
+    names = [t(COURSE_TOKENIZER, lang)] + [_real_name(r) for r in reals]
+    en_n = [course_count(en_s)] + [r["pairs"][pair]["en"] for r in reals]
+    zh_n = [course_count(zh_s)] + [r["pairs"][pair]["zh-TW"] for r in reals]
+    vocab = [tok.vocab_size] + [r["vocab_size"] for r in reals]
     data = [{"type": "bar", "name": t(name, lang), "x": names, "y": ys, "text": [fmt_int(v) for v in ys],
              "textposition": "outside", "marker": {"color": color},
              "hovertemplate": f"%{{x}}<br>%{{y:,}} {t(L.TOKENS, lang)}<extra>{t(name, lang)}</extra>"}
@@ -157,7 +164,7 @@ def _table_all_pairs(tok, lang) -> dict:
     cols = [t({"en": "sentence pair", "zh-TW": "句子"}, lang), t(COURSE_TOKENIZER, lang)] + [_real_name(r) for r in reals]
     rows = []
     for key, (en_s, zh_s) in PAIRS.items():
-        ratios = [len(tok.encode(zh_s)) / len(tok.encode(en_s))]
+        ratios = [course_count(zh_s) / course_count(en_s)]
         ratios += [r["pairs"][key]["zh-TW"] / r["pairs"][key]["en"] if key in r["pairs"] else None for r in reals]
         rows.append([t(PAIR_LABELS[key], lang)] + ratios)
     return table(t({"en": "Every sentence pair: Chinese tokens ÷ English tokens",
@@ -195,7 +202,7 @@ def _ratio_note(tok, reals) -> dict:
     def zh_per_en(count) -> str:
         return fmt_num(sum(count(k, "zh-TW") for k in keys) / sum(count(k, "en") for k in keys))
 
-    course = zh_per_en(lambda k, lang: len(tok.encode(PAIRS[k][lang == "zh-TW"])))
+    course = zh_per_en(lambda k, lang: course_count(PAIRS[k][lang == "zh-TW"]))
     ratio = {r["name"]: zh_per_en(lambda k, lang, r=r: r["pairs"][k][lang]) for r in reals}
     return {"en": f"Over these {len(keys)} sentence pairs, the Chinese sentences take {course}× the English tokens in "
                   f"the course tokenizer; " + ", ".join(f"{v}× in {k}" for k, v in ratio.items()) + ".",
