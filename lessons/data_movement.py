@@ -19,16 +19,16 @@ from lessons.figures import (COLORS, figure, floats, fmt_bytes, fmt_int, fmt_num
 
 TITLE = {"en": "Bytes moved vs FLOPs per decode step", "zh-TW": "每個解碼步驟：搬運的位元組與浮點運算次數"}
 
-# Energy per operation, 45 nm, 0.9 V: M. Horowitz's ISSCC 2014 estimates, in the per-32-bit
-# form of Han et al.'s table (NIPS 2015, Fig. 1; again in EIE, ISCA 2016). The 640 pJ of a
-# 32-bit DRAM read is Han et al.'s figure derived from Horowitz's DRAM access energy.
+# Energy per operation, 45 nm: M. Horowitz's ISSCC 2014 estimates, in the per-32-bit form of
+# Han et al.'s table (NIPS 2015, Fig. 1, "Energy table for 45nm CMOS process", citing Horowitz).
+# The 640 pJ of a 32-bit DRAM read is Han et al.'s figure derived from Horowitz's DRAM access energy.
 ENERGY_SOURCE = {
     "en": ("M. Horowitz, “Computing's energy problem (and what we can do about it)”, ISSCC 2014: 45 nm estimates; "
            "per 32-bit operation as tabulated by S. Han et al., “Learning both Weights and Connections for Efficient "
-           "Neural Networks”, NIPS 2015, Fig. 1 (and in “EIE”, ISCA 2016)."),
+           "Neural Networks”, NIPS 2015, Fig. 1."),
     "zh-TW": ("M. Horowitz，〈Computing's energy problem (and what we can do about it)〉，ISSCC 2014：45 奈米製程的估計值；"
               "每次 32 位元操作的數值引自 S. Han 等人〈Learning both Weights and Connections for Efficient Neural "
-              "Networks〉，NIPS 2015，圖 1（〈EIE〉，ISCA 2016 也收錄同一張表）。"),
+              "Networks〉，NIPS 2015，圖 1。"),
 }
 ENERGY_PJ = [  # (key, label, picojoules)
     ("add", {"en": "32-bit float add", "zh-TW": "32 位元浮點加法"}, 0.9),
