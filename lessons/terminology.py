@@ -3,7 +3,7 @@
 Every page, every glossary entry and every string a demo shows (labels, help, figure and
 axis titles, legend names, table headers, notes, error messages) uses the term below for
 its concept. ``avoid_en`` / ``avoid_zh`` are regular expressions for the other names a
-writer reaches for; ``tests/site/test_terminology.py`` (pages) and
+writer reaches for; ``tests/site/test_page_terminology.py`` (pages) and
 ``tests/lessons/test_terminology.py`` (demo strings) fail on any of them.
 
 How the zh-TW column was decided (the reason of each choice is in its row):
