@@ -41,16 +41,6 @@ def xp_name(xp) -> str:
     return "cupy" if xp.__name__.startswith("cupy") else "numpy"
 
 
-def xp_of(a):
-    """The array module an array belongs to (NumPy for anything that is not a CuPy array)."""
-    mod = type(a).__module__
-    if mod.startswith("cupy"):
-        import cupy  # noqa: PLC0415
-
-        return cupy
-    return np
-
-
 def to_numpy(a) -> np.ndarray:
     """Host NumPy copy of an xp array (no copy for NumPy input)."""
     if hasattr(a, "get") and type(a).__module__.startswith("cupy"):

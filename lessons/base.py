@@ -64,7 +64,7 @@ class Control:
     name: str
     kind: str  # "text" | "slider" | "select" | "checkbox"
     label: Text
-    default: Any
+    default: Any  # a Text dict gives a text box a different example in each language
     help: Text = field(default_factory=lambda: {"en": "", "zh-TW": ""})
     # slider: numeric range and step; text: max_length; select: options
     min: float | None = None
@@ -73,9 +73,14 @@ class Control:
     max_length: int | None = None
     options: tuple[tuple[str, Text], ...] = ()  # select: (value, label)
 
+    def default_for(self, lang: str) -> Any:
+        """The starting value on a page in ``lang``."""
+        return tr(self.default, lang) if isinstance(self.default, dict) else self.default
+
     def to_json(self, lang: str) -> dict:
         """The control as the browser runtime and the pre-rendered HTML need it."""
         d = {k: v for k, v in asdict(self).items() if v is not None and v != ()}
+        d["default"] = self.default_for(lang)
         d["label"] = tr(self.label, lang)
         d["help"] = tr(self.help, lang)
         if self.options:
@@ -102,8 +107,8 @@ def checkbox(name, label, default, help=None) -> Control:
 # --------------------------------------------------------------------------- validation
 
 
-def validate(controls: tuple[Control, ...], values: dict | None) -> dict:
-    """Return a complete, type-checked copy of ``values`` (defaults fill the gaps).
+def validate(controls: tuple[Control, ...], values: dict | None, lang: str = "en") -> dict:
+    """Return a complete, type-checked copy of ``values`` (the defaults for ``lang`` fill the gaps).
 
     Raises LessonInputError for anything a reader could type or a page could send that
     the lesson cannot use: wrong type, out of range, too long, unknown option or name.
@@ -120,7 +125,7 @@ def validate(controls: tuple[Control, ...], values: dict | None) -> dict:
         )
     out = {}
     for c in controls:
-        v = values.get(c.name, c.default)
+        v = values.get(c.name, c.default_for(lang))
         out[c.name] = _coerce(c, v)
     return out
 

@@ -173,7 +173,7 @@ def _measured_notes(last: dict, stopped: bool, where: str, lang: str) -> list[st
 def _figure(data: list, rows: list, lang: str) -> dict:
     title = t({"en": "Course model: decode step time, your device vs committed results",
                "zh-TW": "課程模型：每步解碼時間，你的裝置與已提交結果的比較"}, lang)
-    lay = layout(title, t({"en": "context (tokens already in the cache, log)", "zh-TW": "上下文（快取中已有的詞元數，對數）"}, lang),
+    lay = layout(t({"en": "context (tokens already in the cache, log)", "zh-TW": "上下文（快取中已有的詞元數，對數）"}, lang),
                  t({"en": "time per step (ms, log)", "zh-TW": "每步時間（毫秒，對數）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t({"en": "where", "zh-TW": "量測位置"}, lang), t({"en": "context", "zh-TW": "上下文"}, lang),

@@ -17,6 +17,7 @@ import math
 import re
 
 from engine.bench import baseline, store
+from lessons import labels as L
 from lessons.base import select
 from lessons.figures import COLORS, SEQUENCE, figure, floats, fmt_bytes, fmt_int, fmt_si, layout, t, table
 
@@ -131,7 +132,7 @@ def _latency(series, lang):
                          _ms(p["decode_uncached"]["median_s"]) if p["decode_uncached"] else "—",
                          _ms(p["prefill"]["median_s"]) if p["prefill"] else "—"])
     title = t({"en": "Decode step time vs context", "zh-TW": "每個解碼步驟的時間與上下文長度"}, lang)
-    lay = layout(title, t({"en": "context (tokens already in the cache, log)", "zh-TW": "上下文（快取中已有的詞元數，對數）"}, lang),
+    lay = layout(t({"en": "context (tokens already in the cache, log)", "zh-TW": "上下文（快取中已有的詞元數，對數）"}, lang),
                  t({"en": "time per step (ms, log; bars: p10–p90)", "zh-TW": "每步時間（毫秒，對數；誤差線：p10–p90）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang),
@@ -153,7 +154,7 @@ def _speedup(series, lang):
                      "y": floats(ratio), "line": {"color": SEQUENCE[i % len(SEQUENCE)]}})
         rows += [[label, p["context"], float(f"{r:.3g}")] for p, r in zip(pts, ratio)]
     title = t({"en": "Speedup from the KV cache", "zh-TW": "KV 快取帶來的加速"}, lang)
-    lay = layout(title, t(CTX_LOG, lang),
+    lay = layout(t(CTX_LOG, lang),
                  t({"en": "no-cache time ÷ cached time (×)", "zh-TW": "不用快取時間 ÷ 使用快取時間（倍）"}, lang),
                  xaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang), t({"en": "speedup (×)", "zh-TW": "加速（倍）"}, lang)]
@@ -173,7 +174,7 @@ def _memory(series, lang):
         rows += [[label, p["context"], fmt_bytes(p["kv_cache_bytes"]), fmt_bytes(run["weights_bytes"])]
                  for p in run["points"]]
     title = t({"en": "KV cache size vs context (one sequence)", "zh-TW": "KV 快取大小與上下文長度（單一序列）"}, lang)
-    lay = layout(title, t(CTX_LOG, lang),
+    lay = layout(t(CTX_LOG, lang),
                  t({"en": "MiB (log)", "zh-TW": "MiB（對數）"}, lang), xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang),
             t({"en": "KV cache", "zh-TW": "KV 快取"}, lang), t({"en": "weights", "zh-TW": "權重"}, lang)]
@@ -219,7 +220,7 @@ def _roofline(series, lang):
                   float(f"{p['flops_per_s'] / 1e9:.4g}"), fmt_si(p["achieved_bandwidth"], "B/s"), float(f"{s:.3g}")]
                  for p, s in zip(pts, share)]
     title = t({"en": "Cached decode steps on the roofline", "zh-TW": "使用快取的解碼步驟在 Roofline 上的位置"}, lang)
-    lay = layout(title, t({"en": "intensity: FLOP per byte (log)", "zh-TW": "運算強度：FLOP／位元組（對數）"}, lang),
+    lay = layout(t({"en": "intensity: FLOP per byte (log)", "zh-TW": "運算強度：FLOP／位元組（對數）"}, lang),
                  t({"en": "GFLOP/s (log)", "zh-TW": "GFLOP/s（對數）"}, lang), xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang),
             t({"en": "intensity (FLOP/byte)", "zh-TW": "運算強度（FLOP/位元組）"}, lang), "GFLOP/s",
@@ -241,7 +242,7 @@ def _peak_share(series, lang):
                   float(f"{100 * p['bandwidth_fraction']:.3g}")] for p in pts]
     title = t({"en": "Share of the peak memory bandwidth (cached step)", "zh-TW": "用到多少峰值記憶體頻寬（使用快取的一步）"}, lang)
     top = max([100 * p["bandwidth_fraction"] for _l, _d, r in series for p in r["points"]] + [1.0])
-    lay = layout(title, t(CTX_LOG, lang),
+    lay = layout(t(CTX_LOG, lang),
                  t({"en": "% of peak bandwidth", "zh-TW": "佔峰值頻寬 %"}, lang),
                  xaxis={"type": "log"}, yaxis={"range": [0, min(100.0, top * 1.15)], "rangemode": "tozero"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang), t({"en": "achieved bandwidth", "zh-TW": "達成頻寬"}, lang),
@@ -264,7 +265,7 @@ def _floor(series, lang):
         rows += [[label, p["context"], _ms(p["decode_cached"]["median_s"]), _ms(p["lower_bound_s"]),
                   float(f"{p['decode_cached']['median_s'] / p['lower_bound_s']:.3g}")] for p in pts]
     title = t({"en": "Gap to the physical floor (cached step)", "zh-TW": "與物理下限的差距（使用快取的一步）"}, lang)
-    lay = layout(title, t(CTX_LOG, lang),
+    lay = layout(t(CTX_LOG, lang),
                  t({"en": "time per step (ms, log)", "zh-TW": "每步時間（毫秒，對數）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang),
@@ -308,7 +309,7 @@ def _transformers(found, lang):
             for doc, c in found]
     title = t({"en": "The same cached step in Hugging Face transformers",
                "zh-TW": "同一個使用快取的步驟，放進 Hugging Face transformers"}, lang)
-    lay = layout(title, t(CTX_LOG, lang), t({"en": "time per step (ms, log)", "zh-TW": "每步時間（毫秒，對數）"}, lang),
+    lay = layout(t(CTX_LOG, lang), t({"en": "time per step (ms, log)", "zh-TW": "每步時間（毫秒，對數）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), "dtype", t(CONTEXT_COL, lang), t({"en": "engine (ms)", "zh-TW": "本引擎（毫秒）"}, lang),
             t({"en": "transformers (ms)", "zh-TW": "transformers（毫秒）"}, lang),
@@ -362,7 +363,7 @@ def _launches(docs: dict[str, dict], shape: str, lang: str):
              "text": [f"{r[2]:g}" for r in rows], "textposition": "auto",
              "hovertext": [r[1] for r in rows], "hoverinfo": "text+x"}]
     title = t({"en": "GPU kernel launches per decode step", "zh-TW": "每個解碼步驟啟動幾次 GPU kernel"}, lang)
-    lay = layout(title, t({"en": "launches per step (kernels and matmuls)", "zh-TW": "每步啟動次數（kernel 與矩陣乘法）"}, lang),
+    lay = layout(t({"en": "launches per step (kernels and matmuls)", "zh-TW": "每步啟動次數（kernel 與矩陣乘法）"}, lang),
                  "", yaxis={"automargin": True, "autorange": "reversed"}, showlegend=False)
     cols = [t({"en": "bar", "zh-TW": "長條"}, lang), t({"en": "what", "zh-TW": "項目"}, lang),
             t({"en": "per step", "zh-TW": "每步"}, lang), t({"en": "per step ÷ layers", "zh-TW": "每步 ÷ 層數"}, lang),
@@ -396,9 +397,9 @@ def provenance_table(stem: str, doc: dict, lang: str) -> dict:
     rows = [
         [t({"en": "device", "zh-TW": "裝置"}, lang), _device_label(doc)],
         [t({"en": "peak bandwidth", "zh-TW": "峰值頻寬"}, lang),
-         f"{fmt_si(bw['value'], 'B/s')} — {t(SOURCE[bw['source']], lang)}: {bw['note']}"],
+         f"{fmt_si(bw['value'], 'B/s')} — {t(SOURCE[bw['source']], lang)}{t(L.COLON, lang)}{bw['note']}"],
         [t({"en": "peak compute (the roof)", "zh-TW": "峰值運算能力（Roofline 的平頂）"}, lang),
-         f"{fmt_si(fl['value'], 'FLOP/s')} — {t(SOURCE[fl['source']], lang)}: {fl['note']}"],
+         f"{fmt_si(fl['value'], 'FLOP/s')} — {t(SOURCE[fl['source']], lang)}{t(L.COLON, lang)}{fl['note']}"],
         [t({"en": "software", "zh-TW": "軟體版本"}, lang), ", ".join(f"{k} {v}" for k, v in p["versions"].items() if v)],
         ["CUDA", f"driver {p['cuda']['driver']}, runtime {p['cuda']['runtime']}" if p["cuda"] else "—"],
         [t({"en": "CPU threads", "zh-TW": "CPU 執行緒"}, lang), thread_text],

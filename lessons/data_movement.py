@@ -2,25 +2,33 @@
 
 With the KV cache, a decode step does little arithmetic per byte: every weight is read to be
 used once per sequence, and the cache part of the traffic grows with the context. FLOPs and
-bytes come from engine.costs; energies per operation from Horowitz's published 45 nm table.
+bytes come from engine.costs (through lessons/step_costs.py); energies per operation are
+Horowitz's 45 nm estimates in the per-32-bit form Han et al. tabulated. The notes keep the two
+ratios apart: per operation (a DRAM read against one add or multiply, hundreds of times) and
+per step (all the reads of a step against all its multiply-adds, lower, because one 32-bit
+word read feeds more than one multiply-add).
 """
 from __future__ import annotations
 
-from engine import costs
-from lessons import model_options
+from lessons import labels as L
+from lessons import model_options, step_costs
 from lessons.base import select, slider
 from lessons.devices import DEVICES
-from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_int, fmt_si, layout, t, zero_based_axis
+from lessons.figures import (COLORS, figure, floats, fmt_bytes, fmt_int, fmt_num, fmt_percent, fmt_si, layout, t,
+                             zero_based_axis)
 
-TITLE = {"en": "Bytes moved vs FLOPs per decode step", "zh-TW": "每個解碼步驟：搬運的位元組與 FLOP"}
+TITLE = {"en": "Bytes moved vs FLOPs per decode step", "zh-TW": "每個解碼步驟：搬運的位元組與浮點運算次數"}
 
-# Energy per operation, 45 nm, 0.9 V: M. Horowitz, "Computing's energy problem (and what we
-# can do about it)", ISSCC 2014, as tabulated for 32-bit operands by Han et al. (2016).
+# Energy per operation, 45 nm: M. Horowitz's ISSCC 2014 estimates, in the per-32-bit form of
+# Han et al.'s table (NIPS 2015, Fig. 1, "Energy table for 45nm CMOS process", citing Horowitz).
+# The 640 pJ of a 32-bit DRAM read is Han et al.'s figure derived from Horowitz's DRAM access energy.
 ENERGY_SOURCE = {
-    "en": ("M. Horowitz, “Computing's energy problem (and what we can do about it)”, ISSCC 2014 (45 nm); "
-           "32-bit values as tabulated in S. Han et al., “EIE”, ISCA 2016."),
-    "zh-TW": ("M. Horowitz，〈Computing's energy problem (and what we can do about it)〉，ISSCC 2014（45 奈米）；"
-              "32 位元數值引自 S. Han 等人〈EIE〉，ISCA 2016 的整理表。"),
+    "en": ("M. Horowitz, “Computing's energy problem (and what we can do about it)”, ISSCC 2014: 45 nm estimates; "
+           "per 32-bit operation as tabulated by S. Han et al., “Learning both Weights and Connections for Efficient "
+           "Neural Networks”, NIPS 2015, Fig. 1."),
+    "zh-TW": ("M. Horowitz，〈Computing's energy problem (and what we can do about it)〉，ISSCC 2014：45 奈米製程的估計值；"
+              "每次 32 位元操作的數值引自 S. Han 等人〈Learning both Weights and Connections for Efficient Neural "
+              "Networks〉，NIPS 2015，圖 1。"),
 }
 ENERGY_PJ = [  # (key, label, picojoules)
     ("add", {"en": "32-bit float add", "zh-TW": "32 位元浮點加法"}, 0.9),
@@ -31,30 +39,20 @@ ENERGY_PJ = [  # (key, label, picojoules)
 _PJ = {k: pj for k, _, pj in ENERGY_PJ}
 
 CONTROLS = (
-    select("model", {"en": "Model", "zh-TW": "模型"}, "Llama 3 8B", model_options.options(),
-           help={"en": "Whose weights and KV cache a decode step reads.", "zh-TW": "解碼步驟讀取哪個模型的權重與 KV 快取。"}),
-    slider("context", {"en": "Context length (tokens)", "zh-TW": "上下文長度（詞元數）"}, 4096, 16, 32768, 16,
-           help={"en": "The chart runs from an empty cache to this many tokens.",
-                 "zh-TW": "圖表從空的快取畫到這個詞元數。"}),
-    slider("batch", {"en": "Batch (sequences)", "zh-TW": "批次（序列數）"}, 1, 1, 256, 1,
-           help={"en": "Sequences decoded together read the weights once.",
-                 "zh-TW": "一起解碼的序列只讀一次權重。"}),
+    select("model", L.MODEL, "Llama 3 8B", model_options.options(),
+           help={"en": "Whose weights and KV cache a decode step reads.", "zh-TW": "解碼步驟讀的是哪個模型的權重與 KV 快取。"}),
+    slider("context", L.CONTEXT_LENGTH, 4096, 16, 32768, 16,
+           help={"en": "The chart runs from an empty cache to this many tokens.", "zh-TW": "圖表從空的快取一路畫到這個詞元數。"}),
+    slider("batch", L.BATCH, 1, 1, 256, 1,
+           help={"en": "Sequences decoded together read the weights once.", "zh-TW": "一起解碼的序列，權重只讀一次。"}),
 )
 
 BYTES_PER_VALUE = 2  # fp16 / bf16 weights and cache, as real models are served
 
 
-def step_costs(cfg, context: int, batch: int, nbytes: int) -> tuple[int, int, int]:
-    """(FLOPs, weight bytes, KV bytes) of one cached decode step for ``batch`` sequences.
-
-    engine.costs counts one sequence; in a batch the weights are read once and each
-    sequence reads its own cache (context+1 positions) and writes one new position.
-    """
-    L, KV, hd = cfg.n_layers, cfg.n_kv_heads, cfg.head_dim
-    flops = costs.decode_step_flops(cfg, context, use_cache=True)
-    total = costs.decode_step_bytes(cfg, context, use_cache=True, dtype_bytes=nbytes)
-    kv = costs.kv_cache_bytes(L, KV, hd, context + 1, dtype_bytes=nbytes) + costs.kv_cache_bytes(L, KV, hd, 1, dtype_bytes=nbytes)
-    return batch * flops, total - kv, batch * kv
+def step_costs_of(cfg, context: int, batch: int, nbytes: int) -> tuple[int, int, int]:
+    """(FLOPs, weight bytes, KV bytes) of one cached decode step, weights and cache in ``nbytes`` numbers."""
+    return step_costs.decode_step(cfg, context, batch, 8 * nbytes, nbytes)
 
 
 def _grid(context: int, n: int = 40) -> list[int]:
@@ -66,125 +64,157 @@ def _log_grid(context: int, n: int = 30) -> list[int]:
     return sorted({max(1, round(context ** (i / n))) for i in range(n + 1)})
 
 
-def run(values: dict, lang: str) -> dict:
+def _setting(values: dict) -> tuple:
+    """(config, model name in both languages, bytes per number, format name, context)."""
     cfg = model_options.config_for(values["model"])
-    name = model_options.label(values["model"], lang)
     nbytes = cfg.dtype_bytes if values["model"] == model_options.COURSE else BYTES_PER_VALUE
-    fmt_name = "fp32" if nbytes == 4 else "fp16"
-    batch = values["batch"]
-    context = min(values["context"], cfg.max_seq_len - 1)
-    notes = []
-    if context < values["context"]:
-        notes.append(t({
-            "en": f"{name} has a context window of {fmt_int(cfg.max_seq_len)} tokens; the chart stops at {fmt_int(context)}.",
-            "zh-TW": f"{name} 的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元，圖表畫到 {fmt_int(context)} 為止。"}, lang))
+    name = {lang: model_options.label(values["model"], lang) for lang in ("en", "zh-TW")}
+    return cfg, name, nbytes, "fp32" if nbytes == 4 else "fp16", min(values["context"], cfg.max_seq_len - 1)
 
-    xs = _grid(context)
-    rows = [step_costs(cfg, x, batch, nbytes) for x in xs]
-    unit = 1024**2 if rows[-1][1] + rows[-1][2] < 1024**3 else 1024**3
-    unit_name = "MiB" if unit == 1024**2 else "GiB"
-    lbl_w = t({"en": "weights read", "zh-TW": "讀取權重"}, lang)
-    lbl_kv = t({"en": "KV cache read + written", "zh-TW": "KV 快取讀寫"}, lang)
-    lbl_f = t({"en": "GFLOPs (right axis)", "zh-TW": "GFLOP（右軸）"}, lang)
-    tokens = t({"en": "tokens in context", "zh-TW": "上下文詞元數"}, lang)
 
-    # ------------------------------------------------------------------ figure 1: bytes and FLOPs
+# --------------------------------------------------------------------------- figures
+
+
+def _figure_bytes_flops(values, rows, xs, lang) -> dict:
+    cfg, name, nbytes, fmt, context = _setting(values)
+    unit, unit_name = (1024**2, "MiB") if rows[-1][1] + rows[-1][2] < 1024**3 else (1024**3, "GiB")
+    lbl_w, lbl_kv = t({"en": "weights read", "zh-TW": "讀取的權重"}, lang), t({"en": "KV cache read + written", "zh-TW": "KV 快取的讀寫"}, lang)
+    lbl_f, ctx = t({"en": "GFLOP (right axis)", "zh-TW": "GFLOP（右軸）"}, lang), t(L.CONTEXT, lang)
     data = [
         {"type": "scatter", "mode": "lines", "stackgroup": "bytes", "name": lbl_w, "x": xs,
          "y": floats(w / unit for _, w, _ in rows), "line": {"color": COLORS["blue"]},
-         "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.4g}} {unit_name}<extra>{lbl_w}</extra>"},
+         "hovertemplate": f"%{{x:,}} {t(L.TOKENS, lang)}<br>%{{y:.4g}} {unit_name}<extra>{lbl_w}</extra>"},
         {"type": "scatter", "mode": "lines", "stackgroup": "bytes", "name": lbl_kv, "x": xs,
          "y": floats(kv / unit for _, _, kv in rows), "line": {"color": COLORS["orange"]},
-         "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.4g}} {unit_name}<extra>{lbl_kv}</extra>"},
+         "hovertemplate": f"%{{x:,}} {t(L.TOKENS, lang)}<br>%{{y:.4g}} {unit_name}<extra>{lbl_kv}</extra>"},
         {"type": "scatter", "mode": "lines", "name": lbl_f, "x": xs, "yaxis": "y2",
          "y": floats(f / 1e9 for f, _, _ in rows), "line": {"color": COLORS["green"], "dash": "dash"},
-         "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.4g}} GFLOP<extra></extra>"},
+         "hovertemplate": f"%{{x:,}} {t(L.TOKENS, lang)}<br>%{{y:.4g}} GFLOP<extra></extra>"},
     ]
-    title1 = t({"en": f"{name}, batch {batch}: one decode step ({fmt_name})",
-                "zh-TW": f"{name}，批次 {batch}：一個解碼步驟（{fmt_name}）"}, lang)
-    lay1 = layout(title1, tokens, t({"en": f"bytes moved ({unit_name})", "zh-TW": f"搬運量（{unit_name}）"}, lang),
-                  yaxis2={"title": {"text": "GFLOP"}, "overlaying": "y", "side": "right", "showgrid": False,
-                          **zero_based_axis(max(f for f, _, _ in rows) / 1e9)},
-                  yaxis={"rangemode": "tozero"}, margin={"r": 80})
-    cols1 = [tokens, t({"en": "weights (bytes)", "zh-TW": "權重（位元組）"}, lang),
-             t({"en": "KV cache (bytes)", "zh-TW": "KV 快取（位元組）"}, lang), "FLOPs",
-             t({"en": "FLOP per byte", "zh-TW": "每位元組 FLOP"}, lang)]
-    table1 = [[x, w, kv, f, float(f"{f / (w + kv):.4g}")] for x, (f, w, kv) in zip(xs, rows)]
-    fig1 = figure("bytes_flops", title1, data, lay1, cols1, table1)
+    batch = values["batch"]
+    title = t({"en": f"{name['en']}, batch {batch}: one decode step ({fmt})",
+               "zh-TW": L.zh_join(name["zh-TW"], f"，批次 {batch}：一個解碼步驟（{fmt}）")}, lang)
+    lay = layout(ctx, t({"en": f"bytes moved ({unit_name})", "zh-TW": f"搬運量（{unit_name}）"}, lang),
+                 yaxis2={"title": {"text": "GFLOP"}, "overlaying": "y", "side": "right", "showgrid": False,
+                         **zero_based_axis(max(f for f, _, _ in rows) / 1e9)},
+                 yaxis={"rangemode": "tozero"}, margin={"r": 80})
+    cols = [ctx, t({"en": "weights (bytes)", "zh-TW": "權重（位元組）"}, lang), t(L.KV_CACHE_BYTES, lang), "FLOPs",
+            t(L.FLOP_PER_BYTE, lang)]
+    table = [[x, w, kv, f, f / (w + kv)] for x, (f, w, kv) in zip(xs, rows)]
+    return figure("bytes_flops", title, data, lay, cols, table)
 
-    # ------------------------------------------------------------------ figure 2: intensity vs ridges
-    # The chosen model and the course model side by side, on a log axis of context lengths.
-    series = [(values["model"], cfg, nbytes, context, COLORS["vermillion"])]
+
+def _figure_intensity(values, lang) -> dict:
+    """The chosen model and the course model side by side, on a log axis of context lengths."""
+    cfg, name, nbytes, fmt, context = _setting(values)
+    series = [(name, cfg, nbytes, fmt, context, COLORS["vermillion"])]
     if values["model"] != model_options.COURSE:
-        course_cfg = model_options.config_for(model_options.COURSE)
-        series.append((model_options.COURSE, course_cfg, course_cfg.dtype_bytes,
-                       min(context, course_cfg.max_seq_len - 1), COLORS["blue"]))
-    data2, table2 = [], []
-    for key, cfg_s, nb, ctx, color in series:
-        xs2 = _log_grid(ctx)
-        ys2 = [f / (w + kv) for f, w, kv in (step_costs(cfg_s, x, batch, nb) for x in xs2)]
-        lbl_i = t({"en": f"decode: {model_options.label(key, 'en')}", "zh-TW": f"解碼：{model_options.label(key, 'zh-TW')}"}, lang)
-        data2.append({"type": "scatter", "mode": "lines", "name": lbl_i, "x": xs2, "y": floats(ys2),
-                      "line": {"color": color, "width": 3},
-                      "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.3g}} FLOP/B<extra>{lbl_i}</extra>"})
-        table2 += [[lbl_i, x, float(f"{i:.4g}")] for x, i in zip(xs2, ys2)]
-    ridge_x = [1, context]
+        c_cfg, c_name, c_bytes, c_fmt, c_ctx = _setting({**values, "model": model_options.COURSE})
+        series.append((c_name, c_cfg, c_bytes, c_fmt, c_ctx, COLORS["blue"]))
+    data, rows, fl_b, tokens = [], [], t(L.FLOP_PER_BYTE, lang), t(L.TOKENS, lang)
+    for s_name, s_cfg, nb, s_fmt, ctx, color in series:
+        xs = _log_grid(ctx)
+        ys = [f / (w + kv) for f, w, kv in (step_costs_of(s_cfg, x, values["batch"], nb) for x in xs)]
+        label = t(L.decode_of({"en": f"{s_name['en']}, {s_fmt}", "zh-TW": f"{s_name['zh-TW']}，{s_fmt}"}), lang)
+        data.append({"type": "scatter", "mode": "lines", "name": label, "x": xs, "y": floats(ys),
+                     "line": {"color": color, "width": 3},
+                     "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.3g}} {fl_b}<extra>{label}</extra>"})
+        rows += [[label, x, i] for x, i in zip(xs, ys)]
     for dev, color in zip(DEVICES.values(), (COLORS["sky"], COLORS["purple"], COLORS["grey"])):
-        ridge_name = t({"en": f"ridge: {dev.name['en']}", "zh-TW": f"脊點：{dev.name['zh-TW']}"}, lang)
-        data2.append({"type": "scatter", "mode": "lines", "name": ridge_name, "x": ridge_x,
-                      "y": floats([dev.ridge] * 2), "line": {"color": color, "dash": "dot"},
-                      "hovertemplate": f"%{{y:.3g}} FLOP/B<extra>{ridge_name}</extra>"})
-    title2 = t({"en": "Arithmetic intensity of decode vs the devices' ridge points",
-                "zh-TW": "解碼的運算強度與各裝置的脊點"}, lang)
-    lay2 = layout(title2, t({"en": "tokens in context (log)", "zh-TW": "上下文詞元數（對數）"}, lang),
-                  t({"en": "FLOP per byte (log)", "zh-TW": "每位元組 FLOP（對數）"}, lang),
-                  xaxis={"type": "log"}, yaxis={"type": "log"})
-    cols2 = [t({"en": "series", "zh-TW": "數列"}, lang), t({"en": "tokens in context", "zh-TW": "上下文詞元數"}, lang),
-             t({"en": "FLOP per byte", "zh-TW": "每位元組 FLOP"}, lang)]
-    table2 += [[t({"en": f"ridge: {d.name['en']}", "zh-TW": f"脊點：{d.name['zh-TW']}"}, lang), "", float(f"{d.ridge:.4g}")]
-               for d in DEVICES.values()]
-    fig2 = figure("intensity", title2, data2, lay2, cols2, table2)
+        ridge = t(L.ridge_of(dev.name), lang)
+        data.append({"type": "scatter", "mode": "lines", "name": ridge, "x": [1, context], "y": floats([dev.ridge] * 2),
+                     "line": {"color": color, "dash": "dot"}, "hovertemplate": f"%{{y:.3g}} {fl_b}<extra>{ridge}</extra>"})
+        rows.append([ridge, "", dev.ridge])
+    title = t({"en": "Arithmetic intensity of decode vs the devices' ridge points",
+               "zh-TW": "解碼的運算強度與各裝置的脊點"}, lang)
+    lay = layout(t(L.log(L.CONTEXT), lang), t(L.log(L.INTENSITY_AXIS), lang), xaxis={"type": "log"}, yaxis={"type": "log"})
+    cols = [t({"en": "line", "zh-TW": "曲線"}, lang), t(L.CONTEXT, lang), t(L.INTENSITY_AXIS, lang)]
+    return figure("intensity", title, data, lay, cols, rows)
 
-    # ------------------------------------------------------------------ figure 3: energy
+
+def _figure_energy(lang) -> dict:
     labels = [t(lbl, lang) for _, lbl, _ in ENERGY_PJ]
     pj = [p for _, _, p in ENERGY_PJ]
-    title3 = t({"en": "Energy per operation (45 nm, Horowitz 2014)", "zh-TW": "每次操作的能量（45 奈米，Horowitz 2014）"}, lang)
-    data3 = [{"type": "bar", "x": labels, "y": pj, "text": [f"{p:g} pJ" for p in pj], "textposition": "outside",
-              "marker": {"color": [COLORS["green"], COLORS["green"], COLORS["sky"], COLORS["vermillion"]]},
-              "hovertemplate": "%{x}: %{y:g} pJ<extra></extra>", "name": "pJ"}]
-    lay3 = layout(title3, "", t({"en": "picojoules (log)", "zh-TW": "皮焦耳（對數）"}, lang), yaxis={"type": "log"},
-                  showlegend=False, margin={"t": 36},
-                  annotations=[{"text": t({"en": "Source: Horowitz, ISSCC 2014", "zh-TW": "來源：Horowitz，ISSCC 2014"}, lang),
-                                "xref": "paper", "yref": "paper", "x": 1, "y": 1.02, "showarrow": False,
-                                "xanchor": "right", "font": {"size": 11}}])
-    cols3 = [t({"en": "operation", "zh-TW": "操作"}, lang), t({"en": "energy (pJ)", "zh-TW": "能量（pJ）"}, lang),
-             t({"en": "× a float add", "zh-TW": "相當於幾次浮點加法"}, lang), t({"en": "source", "zh-TW": "來源"}, lang)]
-    table3 = [[lbl, p, float(f"{p / _PJ['add']:.3g}"), t(ENERGY_SOURCE, lang)] for lbl, p in zip(labels, pj)]
-    fig3 = figure("energy", title3, data3, lay3, cols3, table3)
+    title = t({"en": "Energy per operation (45 nm estimates, Horowitz 2014)",
+               "zh-TW": "每次操作的能量（45 奈米製程的估計值，Horowitz 2014）"}, lang)
+    data = [{"type": "bar", "x": labels, "y": pj, "text": [f"{fmt_num(p)} pJ" for p in pj], "textposition": "outside",
+             "marker": {"color": [COLORS["green"], COLORS["green"], COLORS["sky"], COLORS["vermillion"]]},
+             "hovertemplate": f"%{{x}}{t(L.COLON, lang)}%{{y:g}} pJ<extra></extra>", "name": "pJ"}]
+    source = t({"en": "Source: Horowitz, ISSCC 2014; Han et al., NIPS 2015", "zh-TW": "來源：Horowitz，ISSCC 2014；Han 等人，NIPS 2015"}, lang)
+    lay = layout("", t({"en": "picojoules (log)", "zh-TW": "皮焦耳（對數）"}, lang), yaxis={"type": "log"},
+                 showlegend=False, margin={"t": 36},
+                 annotations=[{"text": source, "xref": "paper", "yref": "paper", "x": 1, "y": 1.02, "showarrow": False,
+                               "xanchor": "right", "font": {"size": 11}}])
+    cols = [t({"en": "operation", "zh-TW": "操作"}, lang), t({"en": "energy (pJ)", "zh-TW": "能量（pJ）"}, lang),
+            t({"en": "× a float add", "zh-TW": "是浮點加法的幾倍"}, lang), t(L.SOURCE, lang)]
+    rows = [[lbl, p, p / _PJ["add"], t(ENERGY_SOURCE, lang)] for lbl, p in zip(labels, pj)]
+    return figure("energy", title, data, lay, cols, rows)
 
-    # ------------------------------------------------------------------ notes
-    f, w, kv = rows[-1]
-    f0, w0, kv0 = rows[0]
-    grow_b, grow_f = (w + kv) / (w0 + kv0) - 1, f / f0 - 1
-    words = (w + kv) / 4  # 32-bit words moved, to use the 32-bit energy figures
-    e_dram = words * _PJ["dram"] * 1e-12
-    e_math = f / 2 * (_PJ["add"] + _PJ["mult"]) * 1e-12  # one multiply-add per 2 FLOPs
-    notes += [
+
+# --------------------------------------------------------------------------- notes
+
+
+def _signed(x: float) -> str:
+    return ("+" if x >= 0 else "") + fmt_percent(x)
+
+
+def _notes_step(values, rows, lang) -> list[str]:
+    cfg, name, nbytes, fmt, context = _setting(values)
+    (f, w, kv), (f0, w0, kv0) = rows[-1], rows[0]
+    grow_b, grow_f = _signed((w + kv) / (w0 + kv0) - 1), _signed(f / f0 - 1)
+    return [
         t({"en": (f"At {fmt_int(context)} tokens one step moves {fmt_bytes(w)} of weights and {fmt_bytes(kv)} of KV cache "
-                  f"for {fmt_si(f, 'FLOP')}: {f / (w + kv):.3g} FLOP per byte. Since the first token, bytes per step grew "
-                  f"{grow_b:+.0%} and FLOPs {grow_f:+.0%}."),
-           "zh-TW": (f"在 {fmt_int(context)} 個詞元時，一步要搬 {fmt_bytes(w)} 權重與 {fmt_bytes(kv)} KV 快取，"
-                     f"只做 {fmt_si(f, 'FLOP')}：每位元組 {f / (w + kv):.3g} FLOP。與第一個詞元相比，每步的位元組"
-                     f"變化 {grow_b:+.0%}，FLOP 變化 {grow_f:+.0%}。")}, lang),
-        t({"en": (f"Energy estimate with the 45 nm figures (32-bit words): reading those bytes from DRAM ≈ {e_dram:.3g} J, "
-                  f"the multiply-adds ≈ {e_math:.3g} J — moving data costs {e_dram / e_math:,.0f}× the arithmetic."),
-           "zh-TW": (f"以 45 奈米數值（32 位元字組）估算：從 DRAM 讀這些位元組約 {e_dram:.3g} 焦耳，"
-                     f"乘加運算約 {e_math:.3g} 焦耳——搬資料的耗能是運算的 {e_dram / e_math:,.0f} 倍。")}, lang),
-        t({"en": (f"One 32-bit DRAM read costs {_PJ['dram'] / _PJ['add']:,.0f}× a 32-bit float add. "
-                  f"Source: {ENERGY_SOURCE['en']}"),
-           "zh-TW": (f"一次 32 位元 DRAM 讀取的能量是一次 32 位元浮點加法的 {_PJ['dram'] / _PJ['add']:,.0f} 倍。"
-                     f"來源：{ENERGY_SOURCE['zh-TW']}")}, lang),
-        t({"en": f"FLOPs and bytes from engine.costs ({fmt_name}, {nbytes} bytes per number; matmul FLOPs only).",
-           "zh-TW": f"FLOP 與位元組由 engine.costs 計算（{fmt_name}，每個數字 {nbytes} 位元組；只計矩陣乘法）。"}, lang),
+                  f"for {fmt_si(f, 'FLOP')}: {fmt_num(f / (w + kv))} FLOP/byte. Since the first token, the bytes per step "
+                  f"grew {grow_b} and the FLOPs {grow_f}."),
+           "zh-TW": (f"上下文有 {fmt_int(context)} 個詞元時，一步要搬 {fmt_bytes(w)} 的權重和 {fmt_bytes(kv)} 的 KV 快取，"
+                     f"卻只做 {fmt_si(f, 'FLOP')} 的運算：每個位元組 {fmt_num(f / (w + kv))} FLOP。和第一個詞元時相比，"
+                     f"每一步搬的位元組變化 {grow_b}，浮點運算次數變化 {grow_f}。")}, lang),
+        t({"en": f"FLOPs and bytes from engine.costs ({fmt}, {nbytes} bytes per number; matmul FLOPs only).",
+           "zh-TW": f"浮點運算次數與位元組數由 engine.costs 計算（{fmt}，每個數字 {nbytes} 位元組；只計矩陣乘法）。"}, lang),
     ]
-    return {"figures": [fig1, fig2, fig3], "notes": notes}
+
+
+def _notes_energy(values, rows, lang) -> list[str]:
+    """Per operation (the table's own ratios) and per step (this step's reads and multiply-adds)."""
+    cfg, name, nbytes, fmt, context = _setting(values)
+    f, w, kv = rows[-1]
+    words, macs = (w + kv) / 4, f / 2  # 32-bit words read; one multiply-add per 2 FLOPs
+    e_dram, e_math = words * _PJ["dram"] * 1e-12, macs * (_PJ["add"] + _PJ["mult"]) * 1e-12
+    per_op = {k: fmt_num(_PJ["dram"] / v) for k, v in (("add", _PJ["add"]), ("mult", _PJ["mult"]),
+                                                        ("mac", _PJ["add"] + _PJ["mult"]))}
+    feeds, per_word = fmt_num(macs / words), 4 // nbytes
+    numbers = {"en": f"{per_word} {fmt} number{'s' if per_word > 1 else ''}", "zh-TW": f"{per_word} 個 {fmt} 數字"}
+    return [
+        t({"en": (f"Per operation: one 32-bit DRAM read costs {per_op['add']}× a 32-bit float add, {per_op['mult']}× a "
+                  f"multiply and {per_op['mac']}× a multiply-add. These are Horowitz's 45 nm estimates, not measurements; "
+                  f"the 640 pJ per 32-bit DRAM read is the value Han et al. derived from his DRAM figure. "
+                  f"Source: {ENERGY_SOURCE['en']}"),
+           "zh-TW": (f"以單次操作來比：一次 32 位元 DRAM 讀取的能量，是一次 32 位元浮點加法的 {per_op['add']} 倍、乘法的 "
+                     f"{per_op['mult']} 倍、一次乘加的 {per_op['mac']} 倍。這些是 Horowitz 對 45 奈米製程的估計值，不是實測；"
+                     f"32 位元 DRAM 讀取的 640 pJ 是 Han 等人從他的 DRAM 數字推算出來的。來源：{ENERGY_SOURCE['zh-TW']}")}, lang),
+        t({"en": (f"Per step, at {fmt_int(context)} tokens: reading these bytes from DRAM as 32-bit words ≈ "
+                  f"{fmt_si(e_dram, 'J')}, the multiply-adds ≈ {fmt_si(e_math, 'J')}, so moving data costs "
+                  f"{fmt_num(e_dram / e_math)}× the arithmetic. That is less than the {per_op['mac']}× of a single "
+                  f"multiply-add because each 32-bit word read here feeds {feeds} multiply-adds on average (a word holds "
+                  f"{numbers['en']}; a weight serves every sequence of the batch, a cached key or value every query head "
+                  f"that shares it)."),
+           "zh-TW": (f"以整個步驟來比（{fmt_int(context)} 個詞元時）：把這些位元組當成 32 位元字組從 DRAM 讀進來約 "
+                     f"{fmt_si(e_dram, 'J')}，乘加運算約 {fmt_si(e_math, 'J')}，搬資料的耗能是運算的 {fmt_num(e_dram / e_math)} 倍。"
+                     f"比單次乘加的 {per_op['mac']} 倍低，是因為這裡每讀進一個 32 位元字組，平均要做 {feeds} 次乘加"
+                     f"（一個字組裝 {numbers['zh-TW']}；每個權重會被批次裡的每個序列用到，每個快取的 key 或 value 會被"
+                     f"共用它的每個 query head 用到）。")}, lang),
+    ]
+
+
+def run(values: dict, lang: str) -> dict:
+    cfg, name, nbytes, fmt, context = _setting(values)
+    notes = []
+    if context < values["context"]:
+        notes.append(t({
+            "en": f"{name['en']} has a context window of {fmt_int(cfg.max_seq_len)} tokens; the chart stops at {fmt_int(context)}.",
+            "zh-TW": L.zh_join(name["zh-TW"], f"的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元，圖表畫到 {fmt_int(context)} 為止。")},
+            lang))
+    xs = _grid(context)
+    rows = [step_costs_of(cfg, x, values["batch"], nbytes) for x in xs]
+    figures = [_figure_bytes_flops(values, rows, xs, lang), _figure_intensity(values, lang), _figure_energy(lang)]
+    return {"figures": figures, "notes": notes + _notes_step(values, rows, lang) + _notes_energy(values, rows, lang)}

@@ -1,8 +1,11 @@
-"""Device presets for the roofline: peak compute and memory bandwidth, each with its source.
+"""Device presets for the roofline: peak compute and memory bandwidth, each with its source,
+and the number formats a model is run in on that device.
 
 The numbers are the vendors' published peaks (what a datasheet promises, not what a
 kernel achieves); the roofline lesson says so. The laptop preset is *representative*, a
 round-number class we assume, not one product's datasheet — its source string says that.
+It runs a model the way laptops do: 4-bit weights (an 8B model in 16-bit numbers would not
+fit in a laptop's memory, let alone in fp32), next to a 16-bit KV cache.
 """
 from __future__ import annotations
 
@@ -13,10 +16,11 @@ from dataclasses import dataclass
 class Device:
     key: str
     name: dict           # {"en", "zh-TW"}
-    peak_flops: float    # FLOP/s at ``precision`` (dense, no sparsity)
+    peak_flops: float    # FLOP/s of the arithmetic the model runs in (dense, no sparsity)
     bandwidth: float     # bytes/s of main memory (DRAM / HBM)
-    precision: str       # the number format the peak refers to
-    bytes_per_value: int  # size of one weight / cache value in that format
+    formats: dict        # {"en", "zh-TW"}: the number formats below, in words
+    weight_bits: float   # bits per stored weight, scales included
+    kv_bytes: int        # bytes per cached key / value number
     source: dict         # {"en", "zh-TW"}: where the numbers come from
 
     @property
@@ -25,19 +29,28 @@ class Device:
         return self.peak_flops / self.bandwidth
 
 
+# llama.cpp's Q4_0 block: 32 weights as 4-bit integers plus one fp16 scale (ggml-common.h,
+# block_q4_0 = ggml_half d + uint8_t qs[16]): 18 bytes per 32 weights.
+Q4_0_BITS = (16 + 32 * 4) / 32  # 4.5
+
 DEVICES: dict[str, Device] = {
     "laptop": Device(
         key="laptop",
         name={"en": "Laptop CPU (representative)", "zh-TW": "筆電 CPU（代表性預設）"},
         peak_flops=1.0e12,
         bandwidth=100e9,
-        precision="fp32",
-        bytes_per_value=4,
+        formats={"en": "4-bit weights (Q4_0), fp16 KV cache", "zh-TW": "4 位元權重（Q4_0）與 fp16 KV 快取"},
+        weight_bits=Q4_0_BITS,
+        kv_bytes=2,
         source={
-            "en": ("Representative preset, not one product: a recent 8–12-core laptop CPU with "
-                   "LPDDR5/5X memory, assumed ~100 GB/s and ~1 TFLOP/s fp32 (SIMD FMA on all cores)."),
+            "en": ("Representative preset, not one product: a recent 8–12-core laptop CPU with LPDDR5/5X memory, "
+                   "assumed ~100 GB/s and ~1 TFLOP/s (fp32 SIMD FMA on all cores, the arithmetic after the weights "
+                   "are unpacked). Laptops run models with 4- or 8-bit weights: here llama.cpp's Q4_0 format, 32 "
+                   "4-bit weights plus one fp16 scale, 4.5 bits per weight."),
             "zh-TW": ("代表性預設，並非特定產品：假設為近年 8–12 核心、搭配 LPDDR5/5X 記憶體的筆電 CPU，"
-                      "約 100 GB/s 頻寬、約 1 TFLOP/s fp32（所有核心的 SIMD FMA）。"),
+                      "頻寬約 100 GB/s、運算能力約 1 TFLOP/s（所有核心的 fp32 SIMD FMA，也就是權重解開之後的運算）。"
+                      "筆電跑模型用的是 4 或 8 位元的權重：這裡採用 llama.cpp 的 Q4_0 格式，每 32 個 4 位元權重"
+                      "配一個 fp16 縮放係數，平均每個權重 4.5 位元。"),
         },
     ),
     "h100_sxm": Device(
@@ -45,8 +58,9 @@ DEVICES: dict[str, Device] = {
         name={"en": "NVIDIA H100 SXM", "zh-TW": "NVIDIA H100 SXM"},
         peak_flops=989e12,
         bandwidth=3.35e12,
-        precision="bf16",
-        bytes_per_value=2,
+        formats={"en": "bf16 weights and KV cache", "zh-TW": "bf16 權重與 KV 快取"},
+        weight_bits=16,
+        kv_bytes=2,
         source={
             "en": ("NVIDIA H100 Tensor Core GPU datasheet, SXM5: 3.35 TB/s HBM3, "
                    "989 TFLOP/s BF16 dense (1,979 with sparsity)."),
@@ -59,8 +73,9 @@ DEVICES: dict[str, Device] = {
         name={"en": "NVIDIA H200 SXM", "zh-TW": "NVIDIA H200 SXM"},
         peak_flops=989e12,
         bandwidth=4.8e12,
-        precision="bf16",
-        bytes_per_value=2,
+        formats={"en": "bf16 weights and KV cache", "zh-TW": "bf16 權重與 KV 快取"},
+        weight_bits=16,
+        kv_bytes=2,
         source={
             "en": ("NVIDIA H200 Tensor Core GPU datasheet, SXM: 141 GB HBM3e at 4.8 TB/s, "
                    "989 TFLOP/s BF16 dense (1,979 with sparsity)."),

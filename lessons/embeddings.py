@@ -12,29 +12,30 @@ import numpy as np
 
 from engine import load_course_model
 from engine.corpus import GROUP_LABELS, SEMANTIC_GROUPS
+from lessons import labels as L
 from lessons.base import LessonInputError, select, text
-from lessons.figures import COLORS, figure, floats, layout, t, table
+from lessons.figures import COLORS, figure, floats, fmt_num, fmt_percent, layout, t, table
 
-TITLE = {"en": "Embeddings: a map of meaning", "zh-TW": "嵌入：意義的地圖"}
+TITLE = {"en": "Embeddings: a map of meaning", "zh-TW": "嵌入向量：語意地圖"}
 
 MAX_WORDS = 8
 MAX_PIECES = 4  # a word cut into more tokens than this has no single place on the map
 N_NEIGHBOURS = 5
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SEPARATORS = re.compile(r"[,，、;；\n]+")
-LANG_NAMES = {"en": {"en": "English", "zh-TW": "英文"}, "zh-TW": {"en": "Chinese", "zh-TW": "中文"}}
+LANG_NAMES = {"en": L.ENGLISH, "zh-TW": L.CHINESE}
 TABLE_NAMES = {"input": {"en": "input embedding rows", "zh-TW": "輸入嵌入向量"},
-               "output": {"en": "output embeddings (the output head's columns)", "zh-TW": "輸出嵌入（輸出層的欄向量）"}}
+               "output": {"en": "output embeddings (the output head's columns)", "zh-TW": "輸出嵌入向量（輸出層的欄向量）"}}
 GROUP_COLORS = {"drinks": COLORS["orange"], "royalty": COLORS["purple"], "fruit": COLORS["green"]}
 
 CONTROLS = (
-    text("words", {"en": "Your words (comma-separated)", "zh-TW": "你的詞（以逗號分隔）"}, "tea, 女王",
+    text("words", {"en": "Your words (comma-separated)", "zh-TW": "你的詞（用逗號分隔）"}, "tea, 女王",
          help={"en": f"Up to {MAX_WORDS} words in English or Chinese, e.g. coffee, 香蕉, prince.",
                "zh-TW": f"最多 {MAX_WORDS} 個英文或中文詞，例如 coffee、香蕉、prince。"},
          max_length=200),
     select("table", {"en": "Which vectors", "zh-TW": "哪一組向量"}, "input",
-           [("input", {"en": "input embeddings (token → vector)", "zh-TW": "輸入嵌入（詞元 → 向量）"}),
-            ("output", {"en": "output embeddings (vector → token)", "zh-TW": "輸出嵌入（向量 → 詞元）"})],
+           [("input", {"en": "input embeddings (token → vector)", "zh-TW": "輸入嵌入向量（詞元 → 向量）"}),
+            ("output", {"en": "output embeddings (vector → token)", "zh-TW": "輸出嵌入向量（向量 → 詞元）"})],
            help={"en": "The model has two tables: one turns a token into a vector, the other scores every token at the end.",
                  "zh-TW": "模型有兩張表：一張把詞元變成向量，另一張在最後替每個詞元打分數。"}),
 )
@@ -97,8 +98,8 @@ def _parse(tok, raw: str) -> list[tuple[str, list[int]]]:
             raise LessonInputError(
                 f"Unknown word “{w}”: the course model never learned it as a whole "
                 f"(it is cut into {len(ids)} pieces). Try a word from its stories, e.g. coffee, king, mango.",
-                f"不認識的詞「{w}」：課程模型沒有把它學成一整塊（被切成 {len(ids)} 塊）。"
-                f"請試試故事裡的詞，例如 咖啡、國王、芒果。")
+                f"不認識「{w}」這個詞：課程模型沒有把它當成一整塊學過（它被切成 {len(ids)} 塊）。"
+                f"試試故事裡出現過的詞，例如咖啡、國王、芒果。")
         out.append((w, ids))
     return out
 
@@ -111,14 +112,9 @@ def _is_split(tok, i: int) -> bool:
         return True
 
 
-def run(values: dict, lang: str) -> dict:
-    model, tok = load_course_model()
-    emb, words, vecs, mean, basis, explained, cand_names, cands = _map(values["table"])
-    mine = _parse(tok, values["words"])
-    xy = (vecs - mean) @ basis.T  # [N, 2]
-
-    data, rows = [], []
-    grp_lbl = t({"en": "group", "zh-TW": "類別"}, lang)
+def _figure_map(words, xy, mine, my_xy, lang) -> dict:
+    """The group words (and the reader's, as stars) on the first two principal components."""
+    data, rows, grp = [], [], t({"en": "group", "zh-TW": "類別"}, lang)
     for g in SEMANTIC_GROUPS:
         idx = [k for k, (gg, _, _) in enumerate(words) if gg == g]
         name = t(GROUP_LABELS[g], lang)
@@ -127,50 +123,62 @@ def run(values: dict, lang: str) -> dict:
                      "textposition": "top center", "marker": {"size": 10, "color": GROUP_COLORS.get(g, COLORS["grey"]),
                                                               "symbol": ["circle" if words[k][1] == "en" else "diamond" for k in idx]},
                      "hovertemplate": f"%{{text}}<extra>{name}</extra>"})
-        rows += [[words[k][2], name, t(LANG_NAMES[words[k][1]], lang), round(float(xy[k, 0]), 4), round(float(xy[k, 1]), 4)] for k in idx]
-
-    neighbour_rows = []
+        rows += [[words[k][2], name, t(LANG_NAMES[words[k][1]], lang), xy[k, 0], xy[k, 1]] for k in idx]
     if mine:
-        my_vecs = np.stack([word_vector(emb, ids) for _, ids in mine])
-        my_xy = (my_vecs - mean) @ basis.T
         you = t({"en": "your words", "zh-TW": "你的詞"}, lang)
         data.append({"type": "scatter", "mode": "markers+text", "name": you, "x": floats(my_xy[:, 0]), "y": floats(my_xy[:, 1]),
                      "text": [w for w, _ in mine], "textposition": "bottom center",
                      "marker": {"size": 15, "symbol": "star", "color": COLORS["vermillion"], "line": {"width": 1, "color": "#000"}},
                      "hovertemplate": f"%{{text}}<extra>{you}</extra>"})
-        rows += [[w, you, "", round(float(p[0]), 4), round(float(p[1]), 4)] for (w, _), p in zip(mine, my_xy)]
+        rows += [[w, you, "", p[0], p[1]] for (w, _), p in zip(mine, my_xy)]
+    title = t({"en": "The semantic map: embeddings projected to 2-D (PCA)", "zh-TW": "語意地圖：把嵌入向量投影到平面上（PCA）"}, lang)
+    lay = layout(t({"en": "principal component 1", "zh-TW": "第一主成分"}, lang),
+                 t({"en": "principal component 2", "zh-TW": "第二主成分"}, lang), height=520)
+    cols = [t({"en": "word", "zh-TW": "詞"}, lang), grp, t({"en": "language", "zh-TW": "語言"}, lang), "PC1", "PC2"]
+    return figure("map", title, data, lay, cols, rows)
+
+
+def _table_neighbours(mine, my_vecs, cand_names, cands, lang) -> dict:
+    rows = []
+    if mine:
         sims = (my_vecs / np.linalg.norm(my_vecs, axis=1, keepdims=True)) @ cands.T  # [n, C]
         for (w, _), s in zip(mine, sims):
             # skip the word itself and its own pieces (女王 is made of 女 and 王)
             order = [int(j) for j in np.argsort(-s, kind="stable") if cand_names[j] not in w][:N_NEIGHBOURS]
-            neighbour_rows += [[w, r, cand_names[j], round(float(s[j]), 3)] for r, j in enumerate(order, start=1)]
+            rows += [[w, r, cand_names[j], s[j]] for r, j in enumerate(order, start=1)]
+    return table(t({"en": "Nearest neighbours of your words (cosine similarity, full vectors)",
+                    "zh-TW": "你的詞最接近的鄰居（餘弦相似度，用完整向量計算）"}, lang),
+                 [t({"en": "your word", "zh-TW": "你的詞"}, lang), t({"en": "rank", "zh-TW": "名次"}, lang),
+                  t({"en": "neighbour", "zh-TW": "鄰居"}, lang), t({"en": "cosine similarity", "zh-TW": "餘弦相似度"}, lang)],
+                 rows)
 
-    title = t({"en": "The semantic map: embeddings projected to 2-D (PCA)", "zh-TW": "語意地圖：嵌入向量投影到平面（PCA）"}, lang)
-    lay = layout(title, t({"en": "principal component 1", "zh-TW": "第一主成分"}, lang),
-                 t({"en": "principal component 2", "zh-TW": "第二主成分"}, lang), height=520)
-    cols = [t({"en": "word", "zh-TW": "詞"}, lang), grp_lbl, t({"en": "language", "zh-TW": "語言"}, lang), "PC1", "PC2"]
-    fig = figure("map", title, data, lay, cols, rows)
-    nb = table(t({"en": "Nearest neighbours of your words (cosine similarity, full vectors)",
-                  "zh-TW": "你的詞最接近的鄰居（餘弦相似度，完整向量）"}, lang),
-               [t({"en": "your word", "zh-TW": "你的詞"}, lang), t({"en": "rank", "zh-TW": "名次"}, lang),
-                t({"en": "neighbour", "zh-TW": "鄰居"}, lang), t({"en": "cosine similarity", "zh-TW": "餘弦相似度"}, lang)],
-               neighbour_rows)
 
-    # Within-group vs between-group similarity, from the full vectors (not the 2-D picture).
+def _notes(words, vecs, explained, d_model, which, lang) -> list[str]:
+    """Within-group vs between-group similarity, from the full vectors (not the 2-D picture)."""
     unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     cos = unit @ unit.T
     g_of = np.array([g for g, _, _ in words])
     same = (g_of[:, None] == g_of[None, :]) & ~np.eye(len(words), dtype=bool)
     diff = g_of[:, None] != g_of[None, :]
-    notes = [
-        t({"en": (f"Each word is the mean of its tokens' {TABLE_NAMES[values['table']]['en']} "
-                  f"of {model.config.d_model} numbers. The two axes keep {explained:.0%} of the spread of the group words."),
-           "zh-TW": (f"每個詞是它各詞元的{TABLE_NAMES[values['table']]['zh-TW']}的平均（各 {model.config.d_model} 個數字）。"
-                     f"兩條軸保留了類別詞 {explained:.0%} 的分佈變化。")}, lang),
-        t({"en": (f"Average cosine similarity: {cos[same].mean():.2f} between words of the same group, "
-                  f"{cos[diff].mean() + 0.0:.2f} between groups."),
-           "zh-TW": f"平均餘弦相似度：同類別的詞之間 {cos[same].mean():.2f}，不同類別之間 {cos[diff].mean() + 0.0:.2f}。"}, lang),
+    within, between = fmt_num(cos[same].mean()), fmt_num(cos[diff].mean() + 0.0)
+    return [
+        t({"en": (f"Each word is the mean of its tokens' {TABLE_NAMES[which]['en']} of {d_model} numbers. "
+                  f"The two axes keep {fmt_percent(explained)} of the spread of the group words."),
+           "zh-TW": (f"每個詞都是它各個詞元的{TABLE_NAMES[which]['zh-TW']}取平均（每個向量 {d_model} 個數字）。"
+                     f"兩條軸保留了類別詞 {fmt_percent(explained)} 的分布變化。")}, lang),
+        t({"en": f"Average cosine similarity: {within} between words of the same group, {between} between groups.",
+           "zh-TW": f"平均餘弦相似度：同一類別的詞之間 {within}，不同類別之間 {between}。"}, lang),
         t({"en": "Circles are English words, diamonds Chinese; a star is a word you added.",
-           "zh-TW": "圓點是英文詞，菱形是中文詞；星號是你加入的詞。"}, lang),
+           "zh-TW": "圓點是英文詞，菱形是中文詞，星號是你加入的詞。"}, lang),
     ]
-    return {"figures": [fig], "tables": [nb], "notes": notes}
+
+
+def run(values: dict, lang: str) -> dict:
+    model, tok = load_course_model()
+    emb, words, vecs, mean, basis, explained, cand_names, cands = _map(values["table"])
+    mine = _parse(tok, values["words"])
+    my_vecs = np.stack([word_vector(emb, ids) for _, ids in mine]) if mine else np.zeros((0, vecs.shape[1]))
+    xy, my_xy = (vecs - mean) @ basis.T, (my_vecs - mean) @ basis.T  # [N, 2], [n, 2]
+    return {"figures": [_figure_map(words, xy, mine, my_xy, lang)],
+            "tables": [_table_neighbours(mine, my_vecs, cand_names, cands, lang)],
+            "notes": _notes(words, vecs, explained, model.config.d_model, values["table"], lang)}

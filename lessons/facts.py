@@ -12,6 +12,7 @@ from engine import costs, load_course_model
 from engine.shapes import MODEL_SHAPES, config_from_shape
 from lessons.base import LANGS
 from lessons.figures import fmt_bytes, fmt_int
+from lessons.tokens import real_counts
 
 # fact-key prefix -> engine.shapes name
 REAL_MODELS = {"llama3_8b": "Llama 3 8B", "llama3_70b": "Llama 3 70B", "llama2_7b": "Llama 2 7B",
@@ -72,11 +73,18 @@ def _real_facts(prefix: str, name: str) -> dict[str, str]:
     return out
 
 
+def _tokenizer_facts() -> dict[str, str]:
+    """Vocabulary sizes of the production tokenizers the tokens demo compares with, as
+    counted from the package's own vocabulary by tools/real_token_counts.py."""
+    return {f"tokenizers.{r['name']}.vocab_size": fmt_int(r["vocab_size"]) for r in real_counts()["tokenizers"]}
+
+
 @functools.lru_cache(maxsize=None)
 def _facts(lang: str) -> tuple[tuple[str, str], ...]:
     out = _course_facts()
     for prefix, name in REAL_MODELS.items():
         out.update(_real_facts(prefix, name))
+    out.update(_tokenizer_facts())
     # Every value is numbers and unit symbols (B, KiB, MiB, GiB), the same in both languages.
     return tuple(sorted(out.items()))
 

@@ -50,7 +50,7 @@ def run(name: str, values: dict | None, lang: str) -> dict:
     if lang not in LANGS:
         lang = "en"
     mod = load(name)
-    return mod.run(validate(mod.CONTROLS, values), lang)
+    return mod.run(validate(mod.CONTROLS, values, lang), lang)
 
 
 def run_json(name: str, values_json: str, lang: str) -> str:

@@ -3,7 +3,7 @@
 Every page, every glossary entry and every string a demo shows (labels, help, figure and
 axis titles, legend names, table headers, notes, error messages) uses the term below for
 its concept. ``avoid_en`` / ``avoid_zh`` are regular expressions for the other names a
-writer reaches for; ``tests/site/test_terminology.py`` (pages) and
+writer reaches for; ``tests/site/test_page_terminology.py`` (pages) and
 ``tests/lessons/test_terminology.py`` (demo strings) fail on any of them.
 
 How the zh-TW column was decided (the reason of each choice is in its row):
@@ -48,8 +48,9 @@ TERMS: tuple[Term, ...] = (
          "glossary lists them as search aliases.",
          avoid_zh=(r"分詞器", r"斷詞器")),
     Term("prompt", "prompt", "提示詞", "提示詞（prompt）",
-         "提示詞 as in 提示詞工程; a bare 提示 also means a hint or tip, which the UI needs.",
-         avoid_zh=(r"提示(?!詞)",)),
+         "提示詞 as in 提示詞工程; a bare 提示 also means a hint or tip, which the UI needs "
+         "(提示訊息, 小提示 are that meaning, not the prompt).",
+         avoid_zh=(r"(?<!小)提示(?!詞|訊息)",)),
     Term("context-window", "context window", "上下文視窗", "上下文視窗（context window）",
          "視窗 is Taiwan's word for a window; 窗口 is mainland usage.",
          avoid_zh=(r"窗口", r"語境視窗")),
@@ -59,9 +60,9 @@ TERMS: tuple[Term, ...] = (
     # ------------------------------------------------------------------ vectors
     Term("embedding", "embedding", "嵌入向量", "嵌入向量（embedding）",
          "A Chinese noun for the vector a token becomes; 'Embedding 向量' mixed both and a "
-         "bare 嵌入 reads as the verb.",
+         "bare 嵌入 reads as the verb (which the authors' page needs: 嵌入示範, to embed a demo).",
          avoid_en=(r"embedding vector",),
-         avoid_zh=(r"(?<![A-Za-z_])[Ee]mbeddings?(?![A-Za-z_])", r"嵌入(?!向量)")),
+         avoid_zh=(r"(?<![A-Za-z_])[Ee]mbeddings?(?![A-Za-z_])", r"嵌入(?!向量|(?:即時)?示範|它)")),
     # ------------------------------------------------------------------ inside attention
     Term("query", "query", "query", "query（查詢向量）",
          "Kept in English with key and value (see the module doc): plate 4 promises the three "
@@ -108,9 +109,9 @@ TERMS: tuple[Term, ...] = (
          avoid_zh=(r"KV[- ]?cache", r"KV快取", r"K/V ?快取")),
     # ------------------------------------------------------------------ hardware and cost
     Term("flops", "FLOPs (a count) / FLOP/s (a rate)", "浮點運算次數", "浮點運算次數（FLOPs）",
-         "FLOPs counts operations, FLOP/s is a speed; FLOPS in capitals mixes the two.",
-         avoid_en=(r"\bFLOPS\b", r"FLOPs/s", r"FLOPs per second"),
-         avoid_zh=(r"\bFLOPS\b", r"FLOPs/s")),
+         "FLOPs counts operations, FLOP/s is a speed; FLOPS in capitals (TFLOPS too) mixes the two.",
+         avoid_en=(r"\b[kKMGTP]?FLOPS\b", r"FLOPs/s", r"FLOPs per second"),
+         avoid_zh=(r"\b[kKMGTP]?FLOPS\b", r"FLOPs/s")),
     Term("roofline", "roofline", "Roofline", "Roofline 模型",
          "Williams et al.'s name, kept as a proper name; 屋頂線 is a literal rendering nobody "
          "in Taiwan uses.",

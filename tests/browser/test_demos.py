@@ -276,12 +276,13 @@ def test_figures_follow_the_palette(page, site_server, pages):
     font = "() => document.querySelector('.kv-demo .kv-plot')._fullLayout.font.color"
     page.evaluate("document.body.setAttribute('data-md-color-scheme', 'default')")
     page.wait_for_timeout(200)
-    light = page.evaluate(font)
+    fg = "getComputedStyle(document.body).getPropertyValue('--md-default-fg-color').trim()"
+    light, expected_light = page.evaluate(font), page.evaluate(fg)
     page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
     page.wait_for_function(f"(c) => ({font})() !== c", arg=light, timeout=5_000)
-    dark = page.evaluate(font)
-    expected = page.evaluate("getComputedStyle(document.body).getPropertyValue('--md-default-fg-color').trim()")
-    assert dark != light and expected
+    dark, expected_dark = page.evaluate(font), page.evaluate(fg)
+    # the figure's font is the palette's own foreground colour, in each scheme
+    assert (light, dark) == (expected_light, expected_dark) and dark != light
 
 
 def test_plotly_is_served_by_the_site_and_only_on_demo_pages(page, site_server, pages, built_site):

@@ -107,36 +107,36 @@ def test_start_resets_and_seed_repeats(model, tok):
     assert gen.cache.length == 3 + 7
 
 
-def test_errors(model, tok, cfg):
-    gen = Generator(model, tok)
-    with pytest.raises(RuntimeError, match=r"start\(prompt\)"):
-        gen.step()
-    with pytest.raises(ValueError, match="prompt is empty"):
-        gen.start("")
-    with pytest.raises(ValueError, match="prompt is empty"):
-        gen.start([])
-    with pytest.raises(TypeError, match="text or a list"):
-        gen.start(42)
-    with pytest.raises(TypeError, match="must be ints"):
-        gen.start([1, "a"])
-    with pytest.raises(ValueError, match="context window is 48"):
-        gen.start("x" * 49)
-    with pytest.raises(ValueError, match="at most 39 new tokens"):
-        gen.generate("x" * 10, 40)
-    with pytest.raises(ValueError, match=">= 1"):
-        gen.generate("x", 0)
-    with pytest.raises(TypeError, match="max_new_tokens must be an int"):
-        gen.generate("x", "5")
-    steps = gen.generate("x" * 10, 39, stop_at_eos=False)  # exactly fills the window
+def _filled(gen):
+    """A generator whose cache holds exactly its context window (48 tokens)."""
+    steps = gen.generate("x" * 10, 39, stop_at_eos=False)
     assert len(steps) == 39 and gen.cache.length == 48
-    with pytest.raises(ValueError, match="context window is full"):
-        gen.step()
-    with pytest.raises(TypeError, match="encode"):
-        Generator(model, object())
-    with pytest.raises(TypeError, match="SamplingParams"):
-        Generator(model, tok, {"temperature": 1})
-    with pytest.raises(TypeError, match="Transformer"):
-        Generator("model", tok)
+    return gen
+
+
+# (what is wrong, the call given a fresh Generator(model, tok), the error, what its message says)
+ERRORS = [
+    ("step before start", lambda g: g.step(), RuntimeError, r"start\(prompt\)"),
+    ("empty text", lambda g: g.start(""), ValueError, "prompt is empty"),
+    ("empty ids", lambda g: g.start([]), ValueError, "prompt is empty"),
+    ("neither text nor ids", lambda g: g.start(42), TypeError, "text or a list"),
+    ("ids that are not ints", lambda g: g.start([1, "a"]), TypeError, "must be ints"),
+    ("prompt longer than the window", lambda g: g.start("x" * 49), ValueError, "context window is 48"),
+    ("more new tokens than fit", lambda g: g.generate("x" * 10, 40), ValueError, "at most 39 new tokens"),
+    ("zero new tokens", lambda g: g.generate("x", 0), ValueError, ">= 1"),
+    ("max_new_tokens as text", lambda g: g.generate("x", "5"), TypeError, "max_new_tokens must be an int"),
+    ("a step past a full window", lambda g: _filled(g).step(), ValueError, "context window is full"),
+    ("a tokenizer without encode", lambda g: Generator(g.model, object()), TypeError, "encode"),
+    ("sampling params as a dict", lambda g: Generator(g.model, g.tokenizer, {"temperature": 1}), TypeError,
+     "SamplingParams"),
+    ("a model that is not a Transformer", lambda g: Generator("model", g.tokenizer), TypeError, "Transformer"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
+def test_errors(model, tok, call, error, message):
+    with pytest.raises(error, match=message):
+        call(Generator(model, tok))
 
 
 def test_step_is_a_dataclass_with_the_documented_fields():

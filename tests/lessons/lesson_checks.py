@@ -5,8 +5,8 @@ folder on sys.path, and other test folders have their own helpers)."""
 from __future__ import annotations
 
 import json
+import re
 
-import plotly.graph_objects as go
 import pytest
 
 from lessons import registry
@@ -24,20 +24,30 @@ HOSTILE_TEXTS = [
 ]
 
 
+def plotly_figure():
+    """plotly.graph_objects.Figure, or a skip that says why (Pyodide-side lessons never need it,
+    but the checks validate every figure with Plotly's own validators)."""
+    try:
+        import plotly.graph_objects as go
+    except ImportError:
+        pytest.skip("plotly is not installed: pip install -e '.[test]' (it validates the figures)")
+    return go.Figure
+
+
 def check_output(out: dict) -> dict:
     """Assert ``out`` follows lessons/base.py's Output contract; return it."""
     assert isinstance(out, dict)
     # JSON only: no NumPy scalars, no NaN/inf.
     json.dumps(out, allow_nan=False)
     assert set(out) <= {"figures", "tokens", "tables", "notes", "actions"}
+    Figure = plotly_figure()
     for f in out.get("figures", []):
         assert f["key"] and isinstance(f["title"], str) and f["title"]
-        go.Figure(f["figure"])  # raises on invalid Plotly properties
+        Figure(f["figure"])  # raises on invalid Plotly properties
         check_layout(f["figure"]["layout"])
-        cols, rows = f["table"]["columns"], f["table"]["rows"]
-        assert cols and all(len(r) == len(cols) for r in rows)
+        check_table(f["table"])
     for t in out.get("tables", []):
-        assert all(len(r) == len(t["columns"]) for r in t["rows"])
+        check_table(t)
     for n in out.get("notes", []):
         assert isinstance(n, str)
     for tok in out.get("tokens", []):
@@ -56,6 +66,48 @@ def check_layout(lay: dict) -> None:
     legend = lay.get("legend")
     if legend is not None and lay.get("showlegend", True):
         assert legend.get("y", 1) >= 1 and legend.get("yanchor") == "bottom", legend
+
+
+def check_table(t: dict) -> None:
+    """Columns are named, every row has a cell per column, and every cell is already the
+    text a reader sees (lessons/figures.py's cell() is the only formatter)."""
+    assert t["columns"] and all(isinstance(c, str) and c for c in t["columns"])
+    for r in t["rows"]:
+        assert len(r) == len(t["columns"]) and all(isinstance(c, str) for c in r), r
+
+
+# --------------------------------------------------------------------------- reading tables
+
+_NUMBER = re.compile(r"[-+]?[\d,]*\.?\d+(?:e[-+]?\d+)?%?")
+
+
+def number(cell: str) -> float:
+    """The number in a display cell: '1,234' -> 1234, '78.4%' -> 0.784, '2.5e-7' -> 2.5e-07.
+
+    Only for cells that are a plain number (with an optional %); anything else fails loudly.
+    """
+    assert _NUMBER.fullmatch(cell), f"not a number cell: {cell!r}"
+    value = float(cell.rstrip("%").replace(",", ""))
+    return value / 100 if cell.endswith("%") else value
+
+
+def column(table: dict, name: str) -> list[str]:
+    """The cells of the column called ``name`` (KeyError lists the columns there are)."""
+    cols = table["columns"]
+    if name not in cols:
+        raise KeyError(f"no column {name!r}; columns: {cols}")
+    i = cols.index(name)
+    return [r[i] for r in table["rows"]]
+
+
+def numbers(table: dict, name: str) -> list[float]:
+    """The column ``name`` parsed with :func:`number` (empty cells left out)."""
+    return [number(c) for c in column(table, name) if c != ""]
+
+
+def records(table: dict) -> list[dict]:
+    """Each row as {column name: cell}."""
+    return [dict(zip(table["columns"], r)) for r in table["rows"]]
 
 
 def shape_of(obj):

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from lesson_checks import check_both_languages, check_describe, check_output, run_json_ok
+from lesson_checks import check_both_languages, check_describe, check_output, numbers, records, run_json_ok
 
 from lessons import bench_page, registry
 
@@ -158,8 +158,10 @@ def test_launches_and_the_launch_bound_sentence_come_from_the_profile(lang):
     doc, b = found[0]
     p = b.profile
     out = registry.run("bench_results", {"shape": p.shape}, lang)
-    rows = next(f for f in out["figures"] if f["key"] == "launches")["table"]["rows"]
-    assert [r[2] for r in rows] == [p.ops_per_step, launches_per_step(p.n_layers)]
+    fig = next(f for f in out["figures"] if f["key"] == "launches")
+    assert fig["figure"]["data"][0]["x"] == [p.ops_per_step, launches_per_step(p.n_layers)]  # the bars
+    per_step = {"en": "per step", "zh-TW": "每步"}[lang]
+    assert numbers(fig["table"], per_step) == [p.ops_per_step, launches_per_step(p.n_layers)]  # the table
     note = next(n for n in out["notes"] if f"{p.ops_per_step:g}" in n and "gemv" in n)
     for number in (f"{p.ops_per_layer:.0f}", f"{b.launch_us:.0f}", f"{p.busy_ms:.2f}", f"{p.wall_ms:.2f}"):
         assert number in note, (number, note)
@@ -173,11 +175,13 @@ def test_the_transformers_rows_hold_both_medians():
         if b is None:
             continue
         out = registry.run("bench_results", {"results": stem, "shape": b.hf_setup["shape"]}, "en")
-        rows = next(f for f in out["figures"] if f["key"] == "transformers")["table"]["rows"]
+        tab = next(f for f in out["figures"] if f["key"] == "transformers")["table"]
         want = b.comparisons(doc)
-        assert [r[2] for r in rows] == [c["context"] for c in want]
-        assert [r[4] for r in rows] == pytest.approx([c["transformers"]["median_s"] * 1e3 for c in want], rel=1e-3)
-        assert all(r[6] == "transformers faster" for r, c in zip(rows, want) if c["ratio"] < 1)
+        assert numbers(tab, "context") == [c["context"] for c in want]
+        assert numbers(tab, "transformers (ms)") == pytest.approx([c["transformers"]["median_s"] * 1e3 for c in want],
+                                                                   rel=5e-3)  # cells carry 3 significant digits
+        faster = [r["which is faster"] for r in records(tab)]
+        assert all(f == "transformers faster" for f, c in zip(faster, want) if c["ratio"] < 1)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh-TW"])

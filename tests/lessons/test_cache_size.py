@@ -8,7 +8,7 @@ from lessons import registry
 from lessons.base import LessonInputError
 from lessons.cache_size import DTYPES
 
-from lesson_checks import check_both_languages, check_describe, check_output, run_json_ok
+from lesson_checks import check_both_languages, check_describe, check_output, numbers, run_json_ok
 
 
 def test_defaults_both_languages():
@@ -31,10 +31,11 @@ def test_total_equals_formula(model, dtype):
     m = re.search(r"= ([\d,]+) B =", out["notes"][0])
     assert _number(m.group(1)) == expected
     # the figure's table holds the same number at the reader's context
-    rows = out["figures"][0]["table"]["rows"]
-    assert [r[1] for r in rows if r[0] == context] == [expected]
+    tbl = out["figures"][0]["table"]
+    sizes = dict(zip(numbers(tbl, "context (tokens)"), numbers(tbl, "KV cache (bytes)")))
+    assert sizes[context] == expected
     # and every point of the curve follows the formula
-    for ctx, size, *_ in rows:
+    for ctx, size in sizes.items():
         assert size == 2 * s.n_layers * s.n_kv_heads * s.head_dim * ctx * batch * nbytes
 
 
@@ -60,3 +61,11 @@ def test_bad_input_is_a_bilingual_error(values):
     assert e.value.messages["en"] != e.value.messages["zh-TW"]
     reply = run_json_ok("cache_size", values, "zh-TW")
     assert reply["ok"] is False and "Traceback" not in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("lang, smaller", [("en", "1/4 of"), ("zh-TW", "1/4")])
+def test_gqa_saving_is_said_as_a_fraction(lang, smaller):
+    """Llama 3 8B: 32 query heads share 8 KV heads, so its cache is a quarter of MHA's
+    (the demo once said 「小 4 倍」, a literal "4× smaller")."""
+    notes = registry.run("cache_size", {"model": "Llama 3 8B"}, lang)["notes"]
+    assert any(smaller in n for n in notes) and not any("小 4 倍" in n for n in notes)

@@ -1,8 +1,12 @@
-"""data_movement: bytes vs FLOPs per decode step, and the cited energy table."""
+"""data_movement: bytes vs FLOPs per decode step, the cited energy table, and its two ratios."""
+import re
+
+import pytest
+
 from engine.shapes import MODEL_SHAPES
 from lessons import registry
 
-from lesson_checks import check_both_languages, check_describe
+from lesson_checks import check_both_languages, check_describe, column, number, numbers, records
 
 
 def test_defaults_both_languages(course):
@@ -13,33 +17,57 @@ def test_defaults_both_languages(course):
 def test_cache_bytes_follow_the_formula_and_grow(course):
     s = MODEL_SHAPES["Llama 3 8B"]
     out = registry.run("data_movement", {"model": "Llama 3 8B", "context": 4096, "batch": 2}, "en")
-    rows = out["figures"][0]["table"]["rows"]
+    tbl = out["figures"][0]["table"]
     per_pos = 2 * s.n_layers * s.n_kv_heads * s.head_dim * 2  # fp16
-    for ctx, weights, kv, flops, _ in rows:
+    weights = numbers(tbl, "weights (bytes)")
+    for ctx, kv in zip(numbers(tbl, "context (tokens)"), numbers(tbl, "KV cache (bytes)")):
         # read the ctx+1 cached positions, write 1, for each of the 2 sequences
         assert kv == 2 * per_pos * (ctx + 2)
-        assert weights == rows[0][1]  # the weights do not depend on the context
-    assert rows[-1][3] > rows[0][3]  # attention FLOPs grow with the context
+    assert len(set(weights)) == 1  # the weights do not depend on the context
+    flops = numbers(tbl, "FLOPs")
+    assert flops[-1] > flops[0]  # attention FLOPs grow with the context
     # intensity stays far below any listed ridge
-    intensity = out["figures"][1]["table"]["rows"]
-    assert max(r[2] for r in intensity if r[1] != "") < 10
-    assert {r[0] for r in intensity if r[1] != ""} == {"decode: Llama 3 8B", "decode: Course model (this site)"}
+    intensity = out["figures"][1]["table"]
+    decode = [r for r in records(intensity) if r["context (tokens)"] != ""]
+    assert max(number(r["arithmetic intensity (FLOP/byte)"]) for r in decode) < 10
+    assert {r["line"] for r in decode} == {"decode: Llama 3 8B, fp16", "decode: Course model (this site), fp32"}
 
 
-def test_energy_table_is_horowitz(course):
-    out = registry.run("data_movement", {}, "en")
-    energy = {r[0]: r[1] for r in out["figures"][2]["table"]["rows"]}
-    assert energy["32-bit read, DRAM"] == 640.0
-    assert energy["32-bit float add"] == 0.9
-    assert energy["32-bit read, 8 KB SRAM"] == 5.0
-    assert all("ISSCC 2014" in r[3] for r in out["figures"][2]["table"]["rows"])
-    assert any("Horowitz" in n for n in out["notes"])
+def test_energy_table_is_horowitz_as_tabulated_by_han(course):
+    tbl = registry.run("data_movement", {}, "en")["figures"][2]["table"]
+    energy = dict(zip(column(tbl, "operation"), numbers(tbl, "energy (pJ)")))
+    # Han et al., NIPS 2015, Fig. 1 (45 nm, from Horowitz, ISSCC 2014)
+    assert energy == {"32-bit float add": 0.9, "32-bit float multiply": 3.7, "32-bit read, 8 KB SRAM": 5.0,
+                      "32-bit read, DRAM": 640.0}
+    assert all("ISSCC 2014" in c and "NIPS 2015" in c for c in column(tbl, "source"))
+
+
+def _ratio(note: str, before: str) -> float:
+    """The number followed by "×" right after ``before`` in a note."""
+    return float(re.search(re.escape(before) + r"([\d.,]+)×", note).group(1).replace(",", ""))
+
+
+@pytest.mark.parametrize("values", [{}, {"batch": 16}, {"model": "course"}, {"model": "Llama 3 70B", "context": 256}])
+def test_per_operation_and_per_step_ratios_are_told_apart_and_agree(course, values):
+    """Per operation: 640 / (0.9 + 3.7) for a multiply-add, whatever the step. Per step: that
+    ratio divided by the multiply-adds each 32-bit word read feeds, computed here from the
+    figure's own FLOPs and bytes."""
+    out = registry.run("data_movement", values, "en")
+    per_op, per_step = out["notes"][-2], out["notes"][-1]
+    assert "estimates, not measurements" in per_op and "Han et al. derived" in per_op
+    assert _ratio(per_op, "") == pytest.approx(640 / 0.9, rel=2e-3)  # the first "N×": vs an add
+    tbl = out["figures"][0]["table"]
+    flops = numbers(tbl, "FLOPs")[-1]
+    moved = numbers(tbl, "weights (bytes)")[-1] + numbers(tbl, "KV cache (bytes)")[-1]
+    expected = (moved / 4 * 640) / (flops / 2 * (0.9 + 3.7))
+    assert _ratio(per_step, "moving data costs ") == pytest.approx(expected, rel=5e-3)
+    assert _ratio(per_step, "less than the ") == pytest.approx(640 / 4.6, rel=5e-3)
 
 
 def test_batch_raises_intensity(course):
-    lo = registry.run("data_movement", {"batch": 1}, "en")["figures"][0]["table"]["rows"][-1][4]
-    hi = registry.run("data_movement", {"batch": 64}, "en")["figures"][0]["table"]["rows"][-1][4]
-    assert hi > lo
+    lo = registry.run("data_movement", {"batch": 1}, "en")["figures"][0]["table"]
+    hi = registry.run("data_movement", {"batch": 64}, "en")["figures"][0]["table"]
+    assert numbers(hi, "FLOP/byte")[-1] > numbers(lo, "FLOP/byte")[-1]
 
 
 def test_gflop_axis_starts_at_zero_with_a_fixed_point_format(course):

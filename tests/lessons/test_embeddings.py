@@ -6,7 +6,7 @@ from engine.corpus import SEMANTIC_GROUPS
 from lessons import registry
 from lessons.base import LessonInputError
 
-from lesson_checks import check_both_languages, check_describe, check_output
+from lesson_checks import check_both_languages, check_describe, check_output, column, number, records
 
 
 def test_defaults_both_languages(course):
@@ -16,7 +16,7 @@ def test_defaults_both_languages(course):
 
 def test_every_group_word_is_on_the_map(course):
     out = check_output(registry.run("embeddings", {"words": ""}, "en"))
-    words = {r[0] for r in out["figures"][0]["table"]["rows"]}
+    words = set(column(out["figures"][0]["table"], "word"))
     for by_lang in SEMANTIC_GROUPS.values():
         assert set(by_lang["en"]) | set(by_lang["zh-TW"]) <= words
     assert out["tables"][0]["rows"] == []
@@ -26,9 +26,9 @@ def test_every_group_word_is_on_the_map(course):
 def test_neighbours_are_cosine_sorted(course, which):
     model, tok = course
     out = registry.run("embeddings", {"words": "king, 咖啡", "table": which}, "en")
-    rows = out["tables"][0]["rows"]
+    rows = [(r["your word"], r["neighbour"], number(r["cosine similarity"])) for r in records(out["tables"][0])]
     for w in ("king", "咖啡"):
-        sims = [r[3] for r in rows if r[0] == w]
+        sims = [sim for word, _, sim in rows if word == w]
         assert len(sims) == 5 and sims == sorted(sims, reverse=True)
         assert all(-1 <= s <= 1 for s in sims)
     # independent check: for neighbours that are group words, recompute the cosine here
@@ -38,7 +38,7 @@ def test_neighbours_are_cosine_sorted(course, which):
         return emb[tok.encode(w if "\u4e00" <= w[0] <= "\u9fff" else " " + w)].mean(axis=0)
 
     group_words = {w for g in SEMANTIC_GROUPS.values() for ws in g.values() for w in ws}
-    for word, _, neighbour, sim in rows:
+    for word, neighbour, sim in rows:
         assert neighbour != word and neighbour not in word
         if neighbour in group_words:
             a, b = vec(word), vec(neighbour)
@@ -47,7 +47,7 @@ def test_neighbours_are_cosine_sorted(course, which):
     for w in ("king", "咖啡"):
         a = vec(w)
         best = max(a @ vec(g) / np.linalg.norm(a) / np.linalg.norm(vec(g)) for g in group_words if g != w)
-        assert best <= next(r[3] for r in rows if r[0] == w) + 1e-3
+        assert best <= next(sim for word, _, sim in rows if word == w) + 1e-3
 
 
 @pytest.mark.parametrize("words", ["鬱悶", "<img src=x onerror=alert(1)>", "a, b, c, d, e, f, g, h, i"])

@@ -9,7 +9,8 @@ course.ffn_dim course.max_seq_len course.params course.weights_size course.kv_by
 llama3_8b.vocab_size llama3_8b.n_layers llama3_8b.d_model llama3_8b.n_heads llama3_8b.n_kv_heads llama3_8b.head_dim
 llama3_8b.ffn_dim llama3_8b.kv_bytes_per_token llama3_8b.kv_size_8k llama3_8b.kv_size_128k llama3_8b.weights_size_fp16
 llama3_70b.n_layers llama3_70b.d_model llama3_70b.n_kv_heads llama3_70b.kv_bytes_per_token llama3_70b.kv_size_128k
-gpt2.vocab_size gpt2.n_layers gpt2.d_model""".split()
+gpt2.vocab_size gpt2.n_layers gpt2.d_model
+tokenizers.cl100k_base.vocab_size tokenizers.o200k_base.vocab_size""".split()
 
 
 def test_all_keys_in_both_languages(course):
@@ -45,3 +46,11 @@ def test_course_values_match_the_model(course):
     cache = model.new_cache()
     model.forward([1], cache=cache)
     assert cache.bytes_used == per_token
+
+
+def test_production_tokenizer_vocabularies():
+    # cl100k_base (GPT-4): 100,256 regular tokens; o200k_base (GPT-4o): 199,998. Counted from the
+    # bpe-openai package's vocabularies by tools/real_token_counts.py (recomputed in tests/tools).
+    f = facts("en")
+    assert f["tokenizers.cl100k_base.vocab_size"] == "100,256"
+    assert f["tokenizers.o200k_base.vocab_size"] == "199,998"

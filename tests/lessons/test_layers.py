@@ -1,11 +1,13 @@
-"""layers: one cache per layer; the logit lens ends at the model's own prediction."""
+"""layers: one cache per layer; the logit lens ends at the model's own prediction, and the
+default prompts show the guess changing on the way up."""
 import numpy as np
 import pytest
 
 from lessons import registry
 from lessons.base import LessonInputError
+from lessons.layers import EXAMPLES
 
-from lesson_checks import HOSTILE_TEXTS, check_both_languages, check_describe, check_output
+from lesson_checks import HOSTILE_TEXTS, check_both_languages, check_describe, check_output, column, numbers
 
 
 def test_defaults_both_languages(course):
@@ -18,15 +20,38 @@ def test_cache_rows_and_final_guess(course):
     prompt = "The king and the"
     ids = tok.encode(prompt)
     out = check_output(registry.run("layers", {"prompt": prompt}, "en"))
-    rows = out["figures"][0]["table"]["rows"]
-    assert [r[0] for r in rows] == list(range(1, len(ids) + 1))
+    tbl = out["figures"][0]["table"]
+    assert numbers(tbl, "tokens read") == list(range(1, len(ids) + 1))
     cache = model.new_cache()
     model.forward(ids, cache=cache)
-    assert rows[-1][-1] == cache.bytes_used
-    lens = out["figures"][1]["table"]["rows"]
-    assert len(lens) == model.config.n_layers + 1
+    assert numbers(tbl, "total (bytes)")[-1] == cache.bytes_used
+    lens = out["figures"][1]["table"]
+    assert len(lens["rows"]) == model.config.n_layers + 1
     logits = np.asarray(model.forward(ids))[-1]
-    assert lens[-1][1] == tok.pieces([int(np.argmax(logits))])[0]
+    assert column(lens, "1st guess")[-1] == tok.pieces([int(np.argmax(logits))])[0]
+
+
+def _top_guess_per_layer(model, tok, prompt):
+    """Independent logit lens: one full forward pass (not the lesson's token-by-token feed)."""
+    _, tr = model.forward(tok.encode(prompt), trace=True)
+    return [int(np.argmax(np.asarray(model.logits_from_hidden(h[-1:]))[0])) for h in tr.hidden[1:]]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_each_languages_example_changes_its_guess_between_layers(course, lang):
+    """Issue 11: 「我點了一杯珍珠」 gave 奶 from layer 1 on, so the demo showed nothing forming."""
+    model, tok = course
+    tops = _top_guess_per_layer(model, tok, EXAMPLES[lang])
+    assert len(set(tops)) >= 2, tok.pieces(tops)
+    out = registry.run("layers", None, lang)
+    assert registry.describe("layers", lang)["controls"][0]["default"] == EXAMPLES[lang]
+    assert column(out["figures"][1]["table"], {"en": "1st guess", "zh-TW": "第 1 名"}[lang])[1:] == tok.pieces(tops)
+
+
+def test_the_other_example_is_one_click_away(course):
+    en = registry.run("layers", None, "en")
+    assert [a["values"] for a in en["actions"]] == [{"prompt": EXAMPLES["zh-TW"]}]
+    assert registry.run("layers", {"prompt": "abc"}, "en")["actions"] != en["actions"]
 
 
 @pytest.mark.parametrize("text", [s for s in HOSTILE_TEXTS if s.strip() and len(s) < 40])

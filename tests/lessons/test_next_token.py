@@ -5,12 +5,15 @@ import pytest
 from lessons import registry
 from lessons.base import LessonInputError
 
-from lesson_checks import HOSTILE_TEXTS, check_both_languages, check_describe, check_output, run_json_ok
+from lesson_checks import HOSTILE_TEXTS, check_both_languages, check_describe, check_output, number, records, run_json_ok
+
+MODEL, AFTER = "model (temperature 1)", "after temperature / top-k / top-p"
 
 
 def _bars(out):
-    rows = out["figures"][0]["table"]["rows"]
-    return rows
+    """The table rows with numbers parsed: id, the model's odds, the odds after the filters, drawn."""
+    return [{"id": int(number(r["id"])), "model": number(r[MODEL]), "after": number(r[AFTER]), "drawn": r["drawn"] != ""}
+            for r in records(out["figures"][0]["table"])]
 
 
 def test_defaults_both_languages(course):
@@ -20,14 +23,16 @@ def test_defaults_both_languages(course):
 
 @pytest.mark.parametrize("values", [{}, {"temperature": 2.0}, {"top_k": 3}, {"top_p": 0.3}, {"temperature": 0.3, "seed": 7}])
 def test_probabilities_are_a_distribution(course, values):
-    rows = _bars(check_output(registry.run("next_token", values, "en")))
-    model_p = [r[3] for r in rows]
-    after = [r[4] for r in rows]
+    out = check_output(registry.run("next_token", values, "en"))
+    rows = _bars(out)
+    bars = out["figures"][0]["figure"]["data"]
+    model_p, after = bars[1]["y"], bars[0]["y"]  # the figure's own numbers (6 significant digits)
     assert all(0 <= p <= 1 for p in model_p + after)
-    assert sum(model_p) <= 1 + 1e-6 and sum(after) <= 1 + 1e-6
-    assert sum(r[5] != "" for r in rows) == 1  # exactly one chosen token
-    chosen = next(r for r in rows if r[5])
-    assert chosen[4] > 0  # a filtered-out token is never drawn
+    assert sum(model_p) <= 1 + 1e-5 and sum(after) <= 1 + 1e-5
+    assert [r["after"] for r in rows] == pytest.approx(after, rel=5e-3, abs=1e-9)  # the table shows the same
+    assert sum(r["drawn"] for r in rows) == 1  # exactly one drawn token
+    drawn = next(r for r in rows if r["drawn"])
+    assert drawn["after"] > 0  # a filtered-out token is never drawn
     if values.get("top_k"):
         assert sum(p > 0 for p in after) <= values["top_k"]
 
@@ -37,9 +42,9 @@ def test_temperature_zero_picks_the_argmax(course):
     prompt = "The cat sat on the"
     logits = np.asarray(model.forward(tok.encode(prompt)))[-1]
     out = registry.run("next_token", {"prompt": prompt, "temperature": 0.0, "seed": 123}, "en")
-    chosen = next(r for r in _bars(out) if r[5])
-    assert chosen[2] == int(np.argmax(logits))
-    assert chosen[4] == 1.0
+    drawn = next(r for r in _bars(out) if r["drawn"])
+    assert drawn["id"] == int(np.argmax(logits))
+    assert drawn["after"] == 1.0
 
 
 def test_same_seed_same_token_and_append_continues(course):

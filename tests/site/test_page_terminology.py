@@ -1,0 +1,159 @@
+"""Pages use the terminology table's terms: prose and diagrams of every page in both
+languages, and the glossary's headings.
+
+The table is lessons/terminology.py (one term per concept, the reason, the variants to avoid);
+the lessons' strings are checked by tests/lessons/test_terminology.py. Here:
+
+* the prose of each page (zh_prose.prose(): code, diagrams, demo blocks, URLs, markup and facts
+  removed; the same function serves English, nothing in it is Chinese-specific) and the
+  labels of its Mermaid diagrams, which a reader sees too, hold no variant of any term. The
+  title of a cited work (an external link's text) and the glossary's "English: …" lines are
+  where another name is the point, and are left out;
+* every concept of the table that has an anchor in the glossary is named there by its term:
+  "### KV cache {#kv-cache}", 「### KV 快取（KV cache） {#kv-cache}」 (other names may follow as
+  a gloss in brackets: that is where the glossary lists search aliases).
+
+The last tests plant variants in samples and show each check catches them.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from lessons.terminology import TERMS, term, variants
+from site_pages import FENCE, PAGES, fences, source
+from zh_prose import prose
+
+LANGS = ("en", "zh-TW")
+CASES = [(page, lang) for page in PAGES for lang in LANGS]
+IDS = [f"{page}-{lang}" for page, lang in CASES]
+
+# Node and edge labels of a Mermaid flowchart: A[label], B(label), C{label}, -->|label|, "label".
+_MERMAID_LABEL = re.compile(r"\[\"?([^\]\"]+)\"?\]|\(\"?([^()\"]+)\"?\)|\{\"?([^{}\"]+)\"?\}|\|([^|]+)\||\"([^\"]+)\"")
+_HEADING = re.compile(r"^#{2,6}\s+(?P<text>.*?)\s*\{#(?P<anchor>[^}\s]+)[^}]*\}\s*$", re.MULTILINE)
+_GLOSS = re.compile(r"（[^（）]*）|\([^()]*\)")
+
+
+# Where another name is the point, not a variant: the title of a cited work (the text of an
+# external link, no Chinese in it) and the glossary's line that gives a term's English name.
+_CITED_TITLE = re.compile(r"\[([^\]\u4e00-\u9fff]*)\]\(https?://[^)\s]*\)")
+_ENGLISH_NAME = re.compile(r"^English[:：].*$", re.MULTILINE)
+_MULTILINE = [FENCE, re.compile(r"<!--.*?-->", re.DOTALL), re.compile(r"\A---\n.*?\n---\n", re.DOTALL)]
+
+
+def _blank(m: re.Match) -> str:
+    return "\n" * m.group(0).count("\n")
+
+
+def page_prose(markdown: str) -> list[tuple[int, str]]:
+    """(source line number, prose) of a page: blocks blanked line for line so the numbers are
+    the source's, then zh_prose.prose() for the rest; cited titles and English names left out."""
+    for pattern in _MULTILINE:
+        markdown = pattern.sub(_blank, markdown)
+    markdown = _ENGLISH_NAME.sub(" ", _CITED_TITLE.sub(" ", markdown))
+    return [(n, line) for n, line in enumerate(prose(markdown).split("\n"), 1) if line.strip()]
+
+
+def mermaid_labels(markdown: str) -> list[str]:
+    return [next(g for g in m.groups() if g) for body in fences(markdown, "mermaid")
+            for m in _MERMAID_LABEL.finditer(body)]
+
+
+def page_findings(markdown: str, lang: str) -> list[str]:
+    """'line N: concept 'match'' for every variant in the page's prose, then in its diagrams."""
+    found = []
+    for number, line in page_prose(markdown):
+        found += [f"line {number}: {c} {m!r} in {line.strip()[:120]!r}" for c, m in variants(line, lang)]
+    for label in mermaid_labels(markdown):
+        found += [f"diagram: {c} {m!r} in {label!r}" for c, m in variants(label, lang)]
+    return found
+
+
+def _name(concept: str, lang: str) -> str:
+    """The term as a heading names it: the English term before any bracket or slash
+    ("FLOPs (a count) / FLOP/s (a rate)" -> "FLOPs"); the zh-TW term as it is."""
+    t = term(concept)
+    return t.zh if lang == "zh-TW" else re.split(r" \(| / ", t.en)[0]
+
+
+def heading_findings(markdown: str, lang: str) -> list[str]:
+    """Glossary headings of table concepts that do not name the concept by its term."""
+    concepts = {t.concept for t in TERMS}
+    found = []
+    for m in _HEADING.finditer(markdown):
+        if m.group("anchor") not in concepts:
+            continue
+        # the term must stand outside the brackets: "查詢向量（query）" names it only as an alias
+        outside = _GLOSS.sub(" ", m.group("text")) if lang == "zh-TW" else m.group("text")
+        if _name(m.group("anchor"), lang).casefold() not in outside.casefold():
+            found.append(f"{m.group('anchor')}: {m.group('text')!r} does not name it "
+                         f"{_name(m.group('anchor'), lang)!r}")
+    return found
+
+
+@pytest.mark.parametrize("page, lang", CASES, ids=IDS)
+def test_pages_use_the_terms(page, lang):
+    found = page_findings(source(page, lang).read_text(encoding="utf-8"), lang)
+    assert not found, f"{len(found)} variant(s) in {source(page, lang).name}:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_glossary_headings_name_each_concept_by_its_term(lang):
+    markdown = source("glossary", lang).read_text(encoding="utf-8")
+    anchored = {m.group("anchor") for m in _HEADING.finditer(markdown)} & {t.concept for t in TERMS}
+    assert len(anchored) >= 10, "the glossary's anchors no longer match the table's concepts"
+    found = heading_findings(markdown, lang)
+    assert not found, "\n".join(found)
+
+
+# --------------------------------------------------------------------------- the checks catch what they should
+
+SAMPLE = {  # clean pages, with each place where another name is allowed
+    "en": ("# A page\n\nThe KV cache grows with the prompt.\n\n```python\nkv_cache = 'K/V cache'\n```\n\n"
+           "```mermaid\nflowchart LR\n  A[token] --> B[KV cache]\n```\n"
+           "- Smith, [Learning an embedding vector per head size](https://example.org/paper) (2020).\n"),
+    "zh-TW": ("# 一頁\n\n[KV 快取](../glossary.md#kv-cache)隨著提示詞變大，第一次出現寫成詞元（token）。\n\n"
+              "`token` 在程式碼裡不算，輸入空白會得到一段提示訊息；作者可以在頁面裡嵌入即時示範。\n\n```mermaid\nflowchart LR\n  A[詞元] --> B[KV 快取]\n```\n"
+              "\nEnglish: KV cache\n\n- Hugging Face，[KV cache strategies](https://huggingface.co/docs)：實務說明。\n"),
+}
+PLANTED = {  # (language, where, what to add) -> the concept it must be caught as
+    ("en", "prose", "Each attention head has a head size of 128."): "head-dim",
+    ("en", "prose", "The interactive demo below runs in your browser."): "demo",
+    ("en", "prose", "A GPU reaches 989 TFLOPS."): "flops",
+    ("en", "diagram", "```mermaid\nflowchart LR\n  A[prompt] -->|writes| B[K/V cache]\n```"): "kv-cache",
+    ("zh-TW", "prose", "每個 token 都會留下筆記。"): "token",
+    ("zh-TW", "prose", "這就是屋頂線模型。"): "roofline",
+    ("zh-TW", "prose", "把提示文字餵給模型。"): "prompt",
+    ("zh-TW", "prose", "每個注意力頭各算一次。"): "head",
+    ("zh-TW", "link", "詞元 id 會選出 [embedding](../glossary.md#embedding) 表裡的一列。"): "embedding",
+    ("zh-TW", "prose", "切換成輸出嵌入，再看一次地圖。"): "embedding",
+    ("zh-TW", "diagram", "```mermaid\nflowchart LR\n  A[詞元] --> B[鍵向量]\n```"): "key",
+}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_clean_sample_passes(lang):
+    assert page_findings(SAMPLE[lang], lang) == []
+
+
+@pytest.mark.parametrize("lang, where, planted", list(PLANTED), ids=[f"{k[0]}-{v}-{k[1]}" for k, v in PLANTED.items()])
+def test_the_checks_catch_a_planted_variant(lang, where, planted):
+    found = page_findings(SAMPLE[lang] + "\n" + planted + "\n", lang)
+    assert found and all(f.startswith(f"{'diagram' if where == 'diagram' else 'line'}") for f in found), found
+    assert all(f" {PLANTED[(lang, where, planted)]} " in f for f in found), found
+
+
+@pytest.mark.parametrize("lang, heading, ok", [
+    ("en", "### KV cache {#kv-cache}", True),
+    ("en", "### Feed-forward network (FFN) {#feed-forward}", True),
+    ("en", "### Feed-forward block {#feed-forward}", False),
+    ("en", "### FLOPs {#flops}", True),
+    ("zh-TW", "### KV 快取（KV cache） {#kv-cache}", True),
+    ("zh-TW", "### Query（查詢向量） {#query}", True),
+    ("zh-TW", "### 查詢向量（query） {#query}", False),
+    ("zh-TW", "### 前饋網路（FFN） {#feed-forward}", True),
+    ("zh-TW", "### 屋頂線模型（roofline） {#roofline}", False),
+])
+def test_the_heading_check(lang, heading, ok):
+    assert (heading_findings(heading + "\n", lang) == []) is ok
