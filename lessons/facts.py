@@ -47,8 +47,8 @@ def _real_facts(prefix: str, name: str) -> dict[str, str]:
     s = MODEL_SHAPES[name]
     cfg = config_from_shape(s)
 
-    def kv(tokens: int) -> int:
-        return costs.kv_cache_bytes(s.n_layers, s.n_kv_heads, s.head_dim, tokens, 1, FP16_BYTES)
+    def kv(tokens: int) -> float:  # fp16 cache; a sliding window (Mistral 7B) caps the positions
+        return costs.kv_cache_size(cfg, tokens, kv_bits=8 * FP16_BYTES)
 
     params = costs.param_count(cfg)
     out = {

@@ -45,3 +45,11 @@ def test_course_values_match_the_model(course):
     cache = model.new_cache()
     model.forward([1], cache=cache)
     assert cache.bytes_used == per_token
+
+
+def test_mistral_cache_facts_stop_at_its_window(course):
+    f = facts("en")
+    # 2 * 32 layers * 8 KV heads * 128 * 2 bytes = 128 KiB per token; the window keeps 4,096 of them
+    assert f["mistral_7b.kv_bytes_per_token"] == "128 KiB"
+    assert f["mistral_7b.kv_size_8k"] == f["mistral_7b.kv_size_32k"] == "512 MiB"
+    assert f["llama3_8b.kv_size_32k"] == "4 GiB"  # the same per-token size without a window
