@@ -31,10 +31,12 @@ Bits per code: 2, 3, 4 or 8, packed tightly (3 bits take 3/8 of a byte); 16 stor
 float16 numbers, no codes -- the float cache of real models. Bytes are counted exactly:
 codes + scales + zero points + the full-precision tail, reported as effective bits per value.
 
-Layout, per layer and for K and V alike (a ``QuantRows``):
-    codes  [KV, M, hd*b/8] uint8    scale, zero  [KV, M, hd/group] float16  (per token)
-                                                 [KV, M/R, hd]     float16  (per channel)
-    tail   [KV, R, hd] model dtype: positions not quantized yet, oldest first
+Layout, per layer: a ``QuantRows`` for the keys and one for the values, each
+    codes  [N, M, hd*b/8] uint8    scale, zero  [N, M, hd/group] float16  (per token)
+                                                [N, M/R, hd]     float16  (per channel)
+    tail   [N, R, hd] model dtype: positions not quantized yet, oldest first
+with N = KV heads; when keys and values are quantized alike (every scheme but KIVI), one
+QuantRows of N = 2*KV rows holds both: the same bytes in half the array operations.
 """
 from __future__ import annotations
 
@@ -92,13 +94,17 @@ def pack(codes, bits: int):
 def unpack(packed, bits: int, n: int):
     """Inverse of :func:`pack`: [..., ceil(n*bits/8)] uint8 -> codes [..., n] uint8.
 
-    Eight codes fill exactly ``bits`` bytes, so when n is a multiple of 8 each run of
-    ``bits`` bytes is read as one little-endian word and shifted apart (a few array ops,
-    the decode-on-every-read fast path); otherwise bit by bit.
+    Decoding runs on every read, so it takes a few array operations: a byte holds 8/bits
+    whole codes when bits divides 8; for 3 bits, eight codes fill exactly 3 bytes, read as
+    one little-endian word and shifted apart. Otherwise bit by bit.
     """
     if bits == 8:
         return packed
     lead = packed.shape[:-1]
+    if 8 % bits == 0:  # 1, 2 or 4 bits: each byte holds 8/bits whole codes
+        shifts = bits * np.arange(8 // bits, dtype=np.uint8)
+        codes = (packed[..., None] >> shifts) & np.uint8(2**bits - 1)  # [..., bytes, 8/bits]
+        return codes.reshape(*lead, packed.shape[-1] * (8 // bits))[..., :n]
     if n % 8:
         b = np.unpackbits(packed, axis=-1, count=n * bits, bitorder="little").reshape(*lead, n, bits)
         return (b << np.arange(bits, dtype=np.uint8)).sum(axis=-1, dtype=np.uint8)
@@ -147,8 +153,8 @@ class QuantRows:
     tokens stay in full precision (see :meth:`n_quantized`).
     """
 
-    def __init__(self, c: Config, max_len: int, bits: int, group: int, residual: int, per_channel: bool):
-        KV, hd = c.n_kv_heads, c.head_dim
+    def __init__(self, c: Config, n_rows: int, max_len: int, bits: int, group: int, residual: int, per_channel: bool):
+        KV, hd = n_rows, c.head_dim  # KV heads, or 2*KV for keys and values together
         self.bits, self.group, self.residual, self.per_channel = bits, group, residual, per_channel
         self.hd, self.dtype = hd, c.dtype
         if bits == 16:  # the float cache: float16 numbers, nothing else
@@ -172,11 +178,12 @@ class QuantRows:
     def write(self, x, pos: int) -> None:
         """x [KV, T, hd] for positions pos .. pos+T-1: quantize what leaves the tail."""
         q0, q1 = self.n_quantized(pos), self.n_quantized(pos + x.shape[1])
-        fresh = np.concatenate([self.tail[:, : pos - q0], x], axis=1)  # [KV, pos+T-q0, hd] positions q0..
+        fresh = np.concatenate([self.tail[:, : pos - q0], x], axis=1) if pos > q0 else x  # [KV, pos+T-q0, hd]
         if q1 > q0:
             self._encode(fresh[:, : q1 - q0], q0)
-        rest = fresh[:, q1 - q0 :]  # [KV, pos+T-q1, hd]
-        self.tail[:, : rest.shape[1]] = rest
+        if pos + x.shape[1] > q1:
+            rest = fresh[:, q1 - q0 :]  # [KV, pos+T-q1, hd] positions q1 .. in the tail
+            self.tail[:, : rest.shape[1]] = rest
 
     def _encode(self, x, start: int) -> None:
         """Quantize x [KV, n, hd] into rows start .. start+n-1 (whole key blocks if per channel)."""
@@ -211,7 +218,8 @@ class QuantRows:
                 g = self.group
                 head = dequantize(codes.reshape(*codes.shape[:2], self.hd // g, g), self.scale[:, :q, :, None],
                                   self.zero[:, :q, :, None]).reshape(codes.shape)
-        return np.concatenate([head.astype(self.dtype, copy=False), self.tail[:, : n - q]], axis=1)
+        head = head.astype(self.dtype, copy=False)
+        return head if n == q else np.concatenate([head, self.tail[:, : n - q]], axis=1)
 
     def bytes_parts(self, n: int) -> tuple[int, int, int]:
         """Exact bytes holding n positions: (code rows, their scales and zero points, the tail)."""
@@ -256,9 +264,13 @@ class QuantKVCache(BaseCache):
             raise ValueError(f"group ({group} channels) must divide head_dim ({hd})")
         residual = check_int("residual", residual, minimum=1) if scheme == "kivi" and bits < 16 else 0
         self.scheme, self.bits, self.max_len, self.group, self.residual = scheme, bits, max_len, group, residual
-        rows = dict(c=config, max_len=max_len, bits=bits, group=group, residual=residual)
-        self.k = [QuantRows(**rows, per_channel=scheme == "kivi" and bits < 16) for _ in range(config.n_layers)]
-        self.v = [QuantRows(**rows, per_channel=False) for _ in range(config.n_layers)]
+        args = dict(c=config, max_len=max_len, bits=bits, group=group, residual=residual)
+        KV = config.n_kv_heads
+        if scheme == "kivi" and bits < 16:  # per layer: keys per channel, values per token
+            self.rows = [[QuantRows(**args, n_rows=KV, per_channel=True), QuantRows(**args, n_rows=KV, per_channel=False)]
+                         for _ in range(config.n_layers)]
+        else:  # per layer: keys and values quantized alike, rows 0..KV-1 and KV..2KV-1
+            self.rows = [[QuantRows(**args, n_rows=2 * KV, per_channel=False)] for _ in range(config.n_layers)]
         self.rotation = random_rotation(hd, seed) if scheme == "rotated" and bits < 16 else None  # [hd, hd] float64
         self._p = None if self.rotation is None else self.rotation.astype(np.float32)
 
@@ -269,15 +281,19 @@ class QuantKVCache(BaseCache):
         position decoded, K, V [KV, S, hd] in the model's dtype, key_pos None: attention reads
         exactly what a reader of this cache would get back."""
         pos, T = self.length, k.shape[1]
+        KV, rows = k.shape[0], self.rows[layer]
+        if len(rows) == 2:
+            rows[0].write(k, pos)
+            rows[1].write(v, pos)
+            return rows[0].read(pos + T), rows[1].read(pos + T), None  # [KV, S, hd] each
+        kv = np.concatenate([k, v], axis=0)  # [2KV, T, hd]
         if self._p is not None:
-            k, v = k @ self._p, v @ self._p  # [KV, T, hd] in the rotated basis
-        self.k[layer].write(k, pos)
-        self.v[layer].write(v, pos)
-        K, V = self.k[layer].read(pos + T), self.v[layer].read(pos + T)  # [KV, S, hd]
+            kv = kv @ self._p  # in the rotated basis
+        rows[0].write(kv, pos)
+        kv = rows[0].read(pos + T)  # [2KV, S, hd]
         if self._p is not None:
-            dt = self.config.dtype
-            K, V = (K @ self._p.T).astype(dt, copy=False), (V @ self._p.T).astype(dt, copy=False)
-        return K, V, None
+            kv = (kv @ self._p.T).astype(self.config.dtype, copy=False)
+        return kv[:KV], kv[KV:], None
 
     @property
     def free(self) -> int:
@@ -287,8 +303,7 @@ class QuantKVCache(BaseCache):
         """Rewind to n positions, when the codes and the tail already hold them as they would be
         after n positions (always without a full-precision tail; with one, the positions past
         the last codes must still be in the tail)."""
-        rows = self.k[0], self.v[0]
-        if any(r.n_quantized(n) not in (n, r.n_quantized(self.length)) for r in rows if n <= self.length):
+        if any(r.n_quantized(n) not in (n, r.n_quantized(self.length)) for r in self.rows[0] if n <= self.length):
             raise ValueError(f"cannot rewind this {self.scheme} cache to {n} positions: some of them have "
                              "been quantized since; reset() and feed the text again")
         super().truncate(n)
@@ -296,31 +311,35 @@ class QuantKVCache(BaseCache):
     def fork(self) -> "QuantKVCache":
         """An independent copy holding the same positions: to continue one text two ways."""
         other = copy.copy(self)
-        other.k, other.v = copy.deepcopy(self.k), copy.deepcopy(self.v)
+        other.rows = copy.deepcopy(self.rows)
         return other
 
     def _clear(self) -> None:
-        for r in self.k + self.v:
+        for r in self.all_rows:
             for a in (r.codes, r.scale, r.zero, r.tail):
                 a[...] = 0
 
     # ------------------------------------------------------------------ sizes
 
     @property
+    def all_rows(self) -> list[QuantRows]:
+        return [r for layer in self.rows for r in layer]
+
+    @property
     def bytes_used(self) -> int:
         """Codes + scales + zero points + full-precision tail of the positions held."""
-        return sum(r.bytes_used(self.length) for r in self.k + self.v)
+        return sum(r.bytes_used(self.length) for r in self.all_rows)
 
     @property
     def bytes_parts(self) -> dict[str, int]:
         """bytes_used split into "codes", "scales" (scales and zero points) and "tail"."""
-        parts = [r.bytes_parts(self.length) for r in self.k + self.v]
+        parts = [r.bytes_parts(self.length) for r in self.all_rows]
         return {name: sum(p[i] for p in parts) for i, name in enumerate(("codes", "scales", "tail"))}
 
     @property
     def bytes_allocated(self) -> int:
         """Every array reserved up front (the rotation matrix is counted in rotation_bytes)."""
-        return sum(r.nbytes for r in self.k + self.v)
+        return sum(r.nbytes for r in self.all_rows)
 
     @property
     def rotation_bytes(self) -> int:
@@ -343,7 +362,7 @@ class QuantKVCache(BaseCache):
         the scales and the full-precision tail weigh less as the text grows."""
         n = check_int("positions", n, minimum=1, maximum=self.max_len)
         c = self.config
-        return 8 * sum(r.bytes_used(n) for r in self.k + self.v) / (2 * c.n_layers * c.n_kv_heads * c.head_dim * n)
+        return 8 * sum(r.bytes_used(n) for r in self.all_rows) / (2 * c.n_layers * c.n_kv_heads * c.head_dim * n)
 
     def __repr__(self) -> str:
         c = self.config

@@ -19,7 +19,7 @@ from lessons.prompts import encode_prompt, prompt_control
 
 TITLE = {"en": "A quantized KV cache against the float cache", "zh-TW": "量化的 KV 快取與浮點快取對照"}
 
-DEFAULT_PROMPT = "The cat sat on the"
+DEFAULT_PROMPT = "The weather today is"
 STEPS = 16  # greedy steps after the prompt, for both caches
 RESIDUAL = 8  # KIVI's full-precision window and key block, sized for the course model's short texts
 SEED = 0  # the rotation of the "rotated" scheme

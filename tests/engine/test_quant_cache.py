@@ -125,6 +125,7 @@ def test_pack_round_trip_and_tight_size(bits, n):
     packed = pack(codes, bits)
     assert packed.shape == (3, 7, -(-n * bits // 8))
     np.testing.assert_array_equal(unpack(packed, bits, n), codes)
+    assert unpack(pack(codes[:, :0], bits), bits, n).shape == (3, 0, n)  # nothing quantized yet
 
 
 # --------------------------------------------------------------------------- bytes
@@ -144,7 +145,7 @@ def test_per_token_bits_per_value_is_bits_plus_two_float16_per_group(scheme, bit
         cache.reset()
     fill(cache, k, k, [10])  # full: every reserved byte holds something
     assert cache.bytes_used == cache.bytes_allocated
-    arrays = [a for r in cache.k + cache.v for a in (r.codes, r.scale, r.zero, r.tail)]
+    arrays = [a for r in cache.all_rows for a in (r.codes, r.scale, r.zero, r.tail)]
     assert cache.bytes_allocated == sum(a.nbytes for a in arrays)
 
 
@@ -310,4 +311,4 @@ def test_fork_continues_independently():
     b = model.forward([7], cache=other)
     assert cache.length == other.length == 6 and not np.array_equal(a, b)
     np.testing.assert_array_equal(model.forward([8], cache=other.fork()), model.forward([8], cache=other))
-    assert not np.array_equal(cache.k[0].tail, other.k[0].tail)
+    assert not np.array_equal(cache.rows[0][0].tail, other.rows[0][0].tail)  # layer 0 keys
