@@ -88,7 +88,7 @@ def dequantize(codes, scale, zero):
 def pack(codes, bits: int):
     """codes [..., n] (each < 2**bits) -> [..., ceil(n*bits/8)] uint8, bits back to back."""
     b = np.unpackbits(codes[..., None], axis=-1, count=bits, bitorder="little")  # [..., n, bits]
-    return np.packbits(b.reshape(*codes.shape[:-1], -1), axis=-1, bitorder="little")
+    return np.packbits(b.reshape(*codes.shape[:-1], codes.shape[-1] * bits), axis=-1, bitorder="little")
 
 
 def unpack(packed, bits: int, n: int):
