@@ -36,9 +36,9 @@ CONTROLS = (
     select("scheme", {"en": "Scheme", "zh-TW": "量化方式"}, "per_token", list(SCHEMES.items()),
            help={"en": "Which numbers share one scale and zero point.",
                  "zh-TW": "哪些數字共用同一組縮放係數與零點。"}),
-    select("bits", {"en": "Bits per code", "zh-TW": "每個代碼的位元數"}, "3",
+    select("bits", {"en": "Bits per code", "zh-TW": "每個量化碼的位元數"}, "3",
            [(b, {"en": f"{b} bits" + (" (float16, no codes)" if b == "16" else ""),
-                 "zh-TW": f"{b} 位元" + ("（float16，不用代碼）" if b == "16" else "")}) for b in BITS],
+                 "zh-TW": f"{b} 位元" + ("（float16，不用量化碼）" if b == "16" else "")}) for b in BITS],
            help={"en": "Each cached number becomes an integer of this many bits.",
                  "zh-TW": "快取裡的每個數字都變成這麼多位元的整數。"}),
 )
@@ -116,7 +116,7 @@ QUANT = {"en": "quantized cache", "zh-TW": "量化快取"}
 def _figure_bytes(float_cache, qcache, lang):
     """Stacked bars: what each cache's bytes are made of, at the same length."""
     parts = qcache.bytes_parts
-    names = {"codes": {"en": "codes", "zh-TW": "代碼"} if qcache.bits < 16 else {"en": "float16 numbers", "zh-TW": "float16 數字"},
+    names = {"codes": {"en": "codes", "zh-TW": "量化碼"} if qcache.bits < 16 else {"en": "float16 numbers", "zh-TW": "float16 數字"},
              "scales": {"en": "scales + zero points", "zh-TW": "縮放係數＋零點"},
              "tail": {"en": "full-precision newest tokens", "zh-TW": "全精度的最新詞元"}}
     fp = t({"en": f"{float_cache.config.dtype} numbers", "zh-TW": f"{float_cache.config.dtype} 數字"}, lang)
@@ -148,7 +148,7 @@ def _figure_bits_vs_length(config, bits: int, scheme: str, n_now: int, lang):
     f32 = 8 * config.dtype_bytes
     data.append({"type": "scatter", "mode": "lines", "name": t({"en": f"float cache ({f32} bits)", "zh-TW": f"浮點快取（{f32} 位元）"}, lang),
                  "x": [grid[0], grid[-1]], "y": [f32, f32], "line": {"color": COLORS["grey"], "dash": "dash"}})
-    title = t({"en": f"Effective bits per number at {bits} bits per code", "zh-TW": f"每個代碼 {bits} 位元時，每個數字實際用掉的位元"}, lang)
+    title = t({"en": f"Effective bits per number at {bits} bits per code", "zh-TW": f"每個量化碼 {bits} 位元時，每個數字實際用掉的位元"}, lang)
     lay = layout(title, t({"en": "positions held (log)", "zh-TW": "存放的位置數（對數）"}, lang),
                  t({"en": "bits per number", "zh-TW": "每個數字的位元數"}, lang), xaxis={"type": "log"},
                  yaxis={"rangemode": "tozero"})
@@ -235,7 +235,7 @@ def _scheme_note(qcache, lang) -> str:
     hd = qcache.config.head_dim
     if qcache.bits == 16:
         return t({"en": "At 16 bits every number is kept as a float16: no codes, no scales.",
-                  "zh-TW": "16 位元時，每個數字都直接存成 float16：沒有代碼，也沒有縮放係數。"}, lang)
+                  "zh-TW": "16 位元時，每個數字都直接存成 float16：沒有量化碼，也沒有縮放係數。"}, lang)
     text = {
         "per_token": {"en": f"Per-token groups: each token's {qcache.group} channels of a head share one scale and one zero point (head_dim is {hd}).",
                       "zh-TW": f"逐詞元分群組：每個詞元在一個 head 裡的 {qcache.group} 個通道共用一組縮放係數與零點（head_dim 是 {hd}）。"},

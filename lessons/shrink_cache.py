@@ -188,8 +188,8 @@ def _notes(lever: str, cfg, name: str, context: int, W: int, lang) -> list[str]:
         notes = [_formula(cfg, cfg.n_kv_heads, kept, own, lang), _formula(cfg, cfg.n_kv_heads, kept, CACHE_BITS[-1], lang),
                  t({"en": ("3.5 and 2.5 bits are averages: integer codes of 3 or 2 bits plus the scales and zero points "
                            "they need, or some numbers kept at more bits. The weights keep their own format."),
-                    "zh-TW": ("3.5 和 2.5 位元是平均值：3 或 2 位元的整數代碼，加上它們需要的縮放係數與零點，"
-                              "或是有些數字用較多位元保存。權重維持自己的格式。")}, lang)]
+                    "zh-TW": ("3.5 和 2.5 位元是平均值：3 或 2 位元的量化碼，加上它們需要的縮放係數與零點，"
+                              "或是有些數字用較多位元存放。權重維持自己的格式。")}, lang)]
     if cfg.sliding_window:
         notes.append(t({"en": f"{name} was published with a sliding window of {fmt_int(cfg.sliding_window)}: its cache never holds more positions.",
                         "zh-TW": f"{_zh(name)}公開時就帶有 {fmt_int(cfg.sliding_window)} 的滑動視窗：它的快取不會存放超過這麼多位置。"}, lang))
