@@ -27,7 +27,7 @@ scale, each following a published method:
                  its whole group (see channel_magnitudes). TurboQuant's own quantizer, a
                  codebook per coordinate plus a 1-bit sketch of the residual, is not copied.
 
-Bits per code: 2, 3, 4 or 8, packed tightly (3 bits take 3/8 of a byte); 16 stores plain
+Bits per code: 2, 3, 4 or 8, packed tightly (3 bits take 3/8 of a byte, see ``pack``); 16 stores plain
 float16 numbers, no codes -- the float cache of real models. Bytes are counted exactly:
 codes + scales + zero points + the full-precision tail, reported as effective bits per value.
 
@@ -39,9 +39,6 @@ with N = KV heads; when keys and values are quantized alike (every scheme but KI
 QuantRows of N = 2*KV rows holds both: the same bytes in half the array operations.
 """
 from __future__ import annotations
-
-import copy
-import math
 
 import numpy as np
 
@@ -85,35 +82,47 @@ def dequantize(codes, scale, zero):
     return zero.astype(np.float32) + codes.astype(np.float32) * scale.astype(np.float32)
 
 
+def _planes(bits: int) -> tuple[int, ...]:
+    """Split b bits into widths that divide a byte, lowest first: 3 -> (1, 2), 4 -> (4,)."""
+    return tuple(w for w in (1, 2, 4, 8) if bits & w)
+
+
 def pack(codes, bits: int):
-    """codes [..., n] (each < 2**bits) -> [..., ceil(n*bits/8)] uint8, bits back to back."""
-    b = np.unpackbits(codes[..., None], axis=-1, count=bits, bitorder="little")  # [..., n, bits]
-    return np.packbits(b.reshape(*codes.shape[:-1], codes.shape[-1] * bits), axis=-1, bitorder="little")
+    """codes [..., n] (each < 2**bits) -> [..., bytes] uint8, bit planes back to back.
+
+    Each plane holds w of the b bits of every code, 8/w codes to a byte (3 bits: a 1-bit
+    plane, then a 2-bit plane), so n codes take n*b/8 bytes when n is a multiple of 8 (a
+    few more bytes of padding otherwise) and unpacking needs only shifts and masks.
+    """
+    lead, n, out, shift = codes.shape[:-1], codes.shape[-1], [], 0
+    for w in _planes(bits):
+        per = 8 // w
+        plane = (codes >> np.uint8(shift)) & np.uint8(2**w - 1) if w < 8 else codes  # [..., n]
+        if w == 1:
+            out.append(np.packbits(plane, axis=-1, bitorder="little"))  # [..., ceil(n/8)]
+        elif w < 8:
+            if n % per:
+                plane = np.concatenate([plane, np.zeros((*lead, per - n % per), np.uint8)], axis=-1)
+            groups = plane.reshape(*lead, plane.shape[-1] // per, per) << (w * np.arange(per, dtype=np.uint8))
+            out.append(groups.sum(axis=-1, dtype=np.uint8))  # [..., ceil(n*w/8)]: no bits overlap
+        else:
+            out.append(plane)
+        shift += w
+    return out[0] if len(out) == 1 else np.concatenate(out, axis=-1)
 
 
 def unpack(packed, bits: int, n: int):
-    """Inverse of :func:`pack`: [..., ceil(n*bits/8)] uint8 -> codes [..., n] uint8.
-
-    Decoding runs on every read, so it takes a few array operations: a byte holds 8/bits
-    whole codes when bits divides 8; for 3 bits, eight codes fill exactly 3 bytes, read as
-    one little-endian word and shifted apart. Otherwise bit by bit.
-    """
-    if bits == 8:
-        return packed
-    lead = packed.shape[:-1]
-    if 8 % bits == 0:  # 1, 2 or 4 bits: each byte holds 8/bits whole codes
-        shifts = bits * np.arange(8 // bits, dtype=np.uint8)
-        codes = (packed[..., None] >> shifts) & np.uint8(2**bits - 1)  # [..., bytes, 8/bits]
-        return codes.reshape(*lead, packed.shape[-1] * (8 // bits))[..., :n]
-    if n % 8:
-        b = np.unpackbits(packed, axis=-1, count=n * bits, bitorder="little").reshape(*lead, n, bits)
-        return (b << np.arange(bits, dtype=np.uint8)).sum(axis=-1, dtype=np.uint8)
-    w = packed.reshape(*lead, n // 8, bits).astype(np.uint64)  # [..., n/8, bits] bytes
-    word = w[..., 0]  # [..., n/8]: 8 codes of < 8 bits each fit in 64 bits
-    for j in range(1, bits):
-        word |= w[..., j] << np.uint64(8 * j)
-    codes = (word[..., None] >> (bits * np.arange(8, dtype=np.uint64))) & np.uint64(2**bits - 1)  # [..., n/8, 8]
-    return codes.astype(np.uint8).reshape(*lead, n)
+    """Inverse of :func:`pack`: [..., bytes] uint8 -> codes [..., n] uint8 (runs on every read)."""
+    lead, codes, start, shift = packed.shape[:-1], None, 0, 0
+    for w in _planes(bits):
+        per, nbytes = 8 // w, -(-n * w // 8)
+        part = packed[..., start : start + nbytes]  # [..., nbytes]
+        if w < 8:
+            part = (part[..., None] >> (w * np.arange(per, dtype=np.uint8))) & np.uint8(2**w - 1)
+            part = part.reshape(*lead, nbytes * per)[..., :n]  # [..., n]
+        codes = part if codes is None else codes | (part << np.uint8(shift))
+        start, shift = start + nbytes, shift + w
+    return codes
 
 
 # --------------------------------------------------------------------------- rotation
@@ -161,7 +170,8 @@ class QuantRows:
             self.codes = np.zeros((KV, max_len, hd), dtype=np.float16)  # [KV, M, hd]
             n_scales = (KV, 0, 0)
         else:
-            self.codes = np.zeros((KV, max_len, math.ceil(hd * bits / 8)), dtype=np.uint8)  # [KV, M, hd*b/8]
+            row = sum(-(-hd * w // 8) for w in _planes(bits))  # hd*b/8 bytes when 8 divides hd
+            self.codes = np.zeros((KV, max_len, row), dtype=np.uint8)  # [KV, M, hd*b/8]
             n_scales = (KV, -(-max_len // residual), hd) if per_channel else (KV, max_len, hd // group)
         self.scale = np.zeros(n_scales, dtype=np.float16)  # [KV, M/R, hd] or [KV, M, hd/group]
         self.zero = np.zeros(n_scales, dtype=np.float16)
@@ -307,12 +317,6 @@ class QuantKVCache(BaseCache):
             raise ValueError(f"cannot rewind this {self.scheme} cache to {n} positions: some of them have "
                              "been quantized since; reset() and feed the text again")
         super().truncate(n)
-
-    def fork(self) -> "QuantKVCache":
-        """An independent copy holding the same positions: to continue one text two ways."""
-        other = copy.copy(self)
-        other.rows = copy.deepcopy(self.rows)
-        return other
 
     def _clear(self) -> None:
         for r in self.all_rows:

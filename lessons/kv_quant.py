@@ -1,11 +1,12 @@
 """Plate 7: a quantized KV cache against the float cache, on the same prompt.
 
-The course model runs twice. The float cache decodes the prompt greedily for 16 steps; the
-quantized cache (engine.quant_cache, the reader's scheme and bits) reads the same tokens,
-so its attention can be compared position by position, and then continues on its own
-greedy choices, so the two texts can part. Shown: what the cache's bytes are made of, the
-effective bits per number as the text grows, the attention error per layer, the next-token
-distributions side by side, both continuations, and what the rotation does to the keys.
+The course model decodes the prompt greedily for 16 steps twice: with the float cache and
+with a quantized cache (engine.quant_cache, the reader's scheme and bits), each on its own
+choices, so the two texts can part. To compare attention position by position, both caches
+then take the float text (prompt and its 16 tokens) in one pass. Shown: what the cache's
+bytes are made of, the effective bits per number as the text grows, the attention error
+per layer, the next-token distributions side by side, both continuations, and what the
+rotation does to the keys.
 """
 from __future__ import annotations
 
@@ -47,58 +48,30 @@ CONTROLS = (
 # --------------------------------------------------------------------------- the two runs
 
 
-def _float_run(model, ids):
-    """The reference: float cache, greedy. (first logits [V], tokens [STEPS], attention of each
-    forward pass: per pass a list of per-layer [H, T, S], cache)."""
-    cache = model.new_cache(max_len=len(ids) + STEPS)
-    logits, tr = model.forward(ids, cache=cache, trace=True, last_only=True)
-    first, attn, tokens = logits[-1], [tr.attn], []
+def greedy(model, ids, cache):
+    """Prefill ``ids`` into ``cache``, then STEPS greedy tokens: (logits after the prompt [V], tokens)."""
+    logits = model.forward(ids, cache=cache, last_only=True)
+    first, tokens = logits[-1], []
     for i in range(STEPS):
         tokens.append(int(np.argmax(logits[-1])))
         if i < STEPS - 1:  # the last token is shown, never fed back
-            logits, tr = model.forward(tokens[-1:], cache=cache, trace=True, last_only=True)
-            attn.append(tr.attn)
-    return first, tokens, attn, cache
+            logits = model.forward(tokens[-1:], cache=cache, last_only=True)
+    return first, tokens
 
 
-def _greedy_from(model, cache, token: int, n: int) -> list[int]:
-    """n greedy tokens starting with ``token`` (fed to ``cache`` as it goes)."""
-    out = [token]
-    while len(out) < n:
-        out.append(int(np.argmax(model.forward(out[-1:], cache=cache, last_only=True)[-1])))
-    return out
-
-
-def _quant_run(model, ids, follow: list[int], cache):
-    """The quantized cache reads the prompt and the float run's tokens (the same positions, so
-    attention compares one to one); where its own greedy choice first differs, a copy of the
-    cache continues on its own tokens. Returns (first logits, own tokens, split step or None,
-    attention per pass)."""
-    logits, tr = model.forward(ids, cache=cache, trace=True, last_only=True)
-    first, attn, own, split = logits[-1], [tr.attn], list(follow), None
-    for i in range(STEPS):
-        choice = int(np.argmax(logits[-1]))
-        if split is None and choice != follow[i]:
-            split = i
-            own = follow[:i] + _greedy_from(model, cache.fork(), choice, STEPS - i)
-        if i < STEPS - 1:
-            logits, tr = model.forward([follow[i]], cache=cache, trace=True, last_only=True)
-            attn.append(tr.attn)
-    return first, own, split, attn
+def attention_of(model, ids, cache=None):
+    """Attention weights of every position when the cache holds all of ``ids``: per layer
+    [H, T, T] (one pass; without a cache, the float numbers themselves)."""
+    return model.forward(ids, cache=cache, trace=True)[1].attn
 
 
 def layer_errors(attn_f, attn_q) -> list[tuple[float, float]]:
     """Per layer: (largest |change| of an attention weight, mean KL(float || quantized) per row)."""
     out = []
-    for layer in range(len(attn_f[0])):
-        worst, kl, rows = 0.0, 0.0, 0
-        for pf, pq in zip(attn_f, attn_q):
-            p, q = pf[layer].astype(np.float64), pq[layer].astype(np.float64)  # [H, T, S]
-            worst = max(worst, float(np.abs(p - q).max()))
-            terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1)) - np.log(np.maximum(q, 1e-30))), 0.0)
-            kl += float(terms.sum())
-            rows += p.shape[0] * p.shape[1]
-        out.append((worst, max(kl / rows, 0.0)))
+    for pf, pq in zip(attn_f, attn_q):
+        p, q = pf.astype(np.float64), pq.astype(np.float64)  # [H, T, S], masked entries 0 in both
+        terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1)) - np.log(np.maximum(q, 1e-30))), 0.0)
+        out.append((float(np.abs(p - q).max()), max(float(terms.sum()) / (p.shape[0] * p.shape[1]), 0.0)))
     return out
 
 
@@ -267,10 +240,10 @@ def _notes(tok, fcache, qcache, f_tokens, q_tokens, split, errors, view, lang) -
         notes.append(t({"en": f"The texts part at step {split + 1}: the float cache chose “{a}”, the quantized cache “{b}”.",
                         "zh-TW": f"兩段文字在第 {split + 1} 步分開：浮點快取選了「{a}」，量化快取選了「{b}」。"}, lang))
     worst = max(range(len(errors)), key=lambda i: errors[i][1])
-    notes.append(t({"en": (f"Reading the same tokens, layer {worst + 1} moved most: mean KL {errors[worst][1]:.2g}, "
-                           f"largest change of one attention weight {errors[worst][0]:.2g}."),
-                    "zh-TW": (f"讀同樣的詞元時，第 {worst + 1} 層偏移最多：平均 KL 為 {errors[worst][1]:.2g}，"
-                              f"單一注意力權重最大變化 {errors[worst][0]:.2g}。")}, lang))
+    notes.append(t({"en": (f"Holding the same text (the prompt and the float cache's tokens), layer {worst + 1} moved most: "
+                           f"mean KL {errors[worst][1]:.2g}, largest change of one attention weight {errors[worst][0]:.2g}."),
+                    "zh-TW": (f"存著同一段文字（提示詞加上浮點快取的詞元）時，第 {worst + 1} 層偏移最多：平均 KL 為 "
+                              f"{errors[worst][1]:.2g}，單一注意力權重最大變化 {errors[worst][0]:.2g}。")}, lang))
     layer, before, after = view
     notes.append(t({"en": (f"Keys of layer {layer + 1}: the largest channel is {before.max() / np.median(before):.2f}× the median one "
                            f"as stored and {after.max() / np.median(after):.2f}× after the rotation."),
@@ -284,10 +257,16 @@ def run(values: dict, lang: str) -> dict:
     c = model.config
     ids = encode_prompt(tok, values["prompt"], c.max_seq_len - STEPS)
     bits, scheme = int(values["bits"]), values["scheme"]
-    first_f, f_tokens, attn_f, fcache = _float_run(model, ids)
-    qcache = QuantKVCache(c, scheme, bits, max_len=len(ids) + STEPS, residual=RESIDUAL, seed=SEED)
-    first_q, q_tokens, split, attn_q = _quant_run(model, ids, f_tokens, qcache)
-    errors = layer_errors(attn_f, attn_q)
+
+    def quant_cache():
+        return QuantKVCache(c, scheme, bits, max_len=len(ids) + STEPS, residual=RESIDUAL, seed=SEED)
+
+    fcache = model.new_cache(max_len=len(ids) + STEPS)
+    first_f, f_tokens = greedy(model, ids, fcache)
+    first_q, q_tokens = greedy(model, ids, quant_cache())
+    split = next((i for i, (a, b) in enumerate(zip(f_tokens, q_tokens)) if a != b), None)
+    text, qcache = ids + f_tokens[:-1], quant_cache()  # the float text, as fcache holds it
+    errors = layer_errors(attention_of(model, text), attention_of(model, text, qcache))
     view = rotation_view(fcache, c)
     figures = [_figure_bytes(fcache, qcache, lang), _figure_bits_vs_length(c, bits, scheme, qcache.length, lang),
                _figure_layers(errors, lang), _figure_next(tok, first_f, first_q, lang), _figure_rotation(view, lang)]
