@@ -10,12 +10,14 @@ rotation does to the keys.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from engine import QuantKVCache, load_course_model
 from engine.quant_cache import channel_magnitudes, outlier_ratio, random_rotation
 from lessons.base import select
-from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_int, layout, show_piece, t, table, unique_labels
+from lessons.figures import COLORS, figure, floats, fmt_bytes, layout, show_piece, t, table, unique_labels
 from lessons.prompts import encode_prompt, prompt_control
 
 TITLE = {"en": "A quantized KV cache against the float cache", "zh-TW": "量化的 KV 快取與浮點快取對照"}
@@ -107,27 +109,16 @@ def _figure_bytes(float_cache, qcache, lang):
     return figure("bytes", title, data, lay, cols, rows)
 
 
-def _figure_bits_vs_length(config, bits: int, scheme: str, n_now: int, lang):
-    """Effective bits per number against the number of positions held, for every scheme."""
-    grid = sorted({1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, config.max_seq_len, n_now})
-    data, rows = [], []
-    for i, (name, label) in enumerate(SCHEMES.items()):
-        cache = QuantKVCache(config, name, bits, residual=RESIDUAL, seed=SEED)
-        ys = [cache.bits_per_value_at(n) for n in grid]
-        data.append({"type": "scatter", "mode": "lines+markers", "name": t(label, lang), "x": grid, "y": floats(ys),
-                     "line": {"color": [COLORS["blue"], COLORS["orange"], COLORS["green"]][i],
-                              "width": 4 if name == scheme else 2}})
-        rows += [[t(label, lang), n, float(f"{y:.4g}")] for n, y in zip(grid, ys)]
-    f32 = 8 * config.dtype_bytes
-    data.append({"type": "scatter", "mode": "lines", "name": t({"en": f"float cache ({f32} bits)", "zh-TW": f"浮點快取（{f32} 位元）"}, lang),
-                 "x": [grid[0], grid[-1]], "y": [f32, f32], "line": {"color": COLORS["grey"], "dash": "dash"}})
-    title = t({"en": f"Effective bits per number at {bits} bits per code", "zh-TW": f"每個量化碼 {bits} 位元時，每個數字實際用掉的位元"}, lang)
-    lay = layout(title, t({"en": "positions held (log)", "zh-TW": "存放的位置數（對數）"}, lang),
-                 t({"en": "bits per number", "zh-TW": "每個數字的位元數"}, lang), xaxis={"type": "log"},
-                 yaxis={"rangemode": "tozero"})
-    cols = [t({"en": "scheme", "zh-TW": "量化方式"}, lang), t({"en": "positions", "zh-TW": "位置數"}, lang),
-            t({"en": "bits per number", "zh-TW": "每個數字的位元數"}, lang)]
-    return figure("bits_vs_length", title, data, lay, cols, rows)
+def _table_bits_vs_length(config, bits: int, lang):
+    """Effective bits per number of every scheme as the text grows: scales and full-precision
+    tokens weigh less in a longer text."""
+    lengths = sorted({16, 64, config.max_seq_len})
+    caches = {name: QuantKVCache(config, name, bits, residual=RESIDUAL, seed=SEED) for name in SCHEMES}
+    rows = [[n] + [float(f"{caches[name].bits_per_value_at(n):.3g}") for name in SCHEMES] for n in lengths]
+    return table(t({"en": f"Effective bits per number at {bits} bits per code, as the text grows",
+                    "zh-TW": f"每個量化碼 {bits} 位元時，文字變長後每個數字實際用掉的位元"}, lang),
+                 [t({"en": "positions held", "zh-TW": "存放的位置數"}, lang)] + [t(label, lang) for label in SCHEMES.values()],
+                 rows)
 
 
 def _figure_layers(errors, lang):
@@ -252,23 +243,33 @@ def _notes(tok, fcache, qcache, f_tokens, q_tokens, split, errors, view, lang) -
     return notes
 
 
+@functools.lru_cache(maxsize=8)
+def float_side(ids: tuple[int, ...]):
+    """Everything the float cache contributes, which depends on the prompt only (kept for the
+    next change of scheme or bits): (logits after the prompt, its 16 tokens, the cache,
+    attention over its text, the rotation view of its keys)."""
+    model, _ = load_course_model()
+    fcache = model.new_cache(max_len=len(ids) + STEPS)
+    first, tokens = greedy(model, list(ids), fcache)
+    return first, tokens, fcache, attention_of(model, list(ids) + tokens[:-1]), rotation_view(fcache, model.config)
+
+
 def run(values: dict, lang: str) -> dict:
     model, tok = load_course_model()
     c = model.config
     ids = encode_prompt(tok, values["prompt"], c.max_seq_len - STEPS)
     bits, scheme = int(values["bits"]), values["scheme"]
+    first_f, f_tokens, fcache, attn_f, view = float_side(tuple(ids))
 
     def quant_cache():
         return QuantKVCache(c, scheme, bits, max_len=len(ids) + STEPS, residual=RESIDUAL, seed=SEED)
 
-    fcache = model.new_cache(max_len=len(ids) + STEPS)
-    first_f, f_tokens = greedy(model, ids, fcache)
     first_q, q_tokens = greedy(model, ids, quant_cache())
     split = next((i for i, (a, b) in enumerate(zip(f_tokens, q_tokens)) if a != b), None)
-    text, qcache = ids + f_tokens[:-1], quant_cache()  # the float text, as fcache holds it
-    errors = layer_errors(attention_of(model, text), attention_of(model, text, qcache))
-    view = rotation_view(fcache, c)
-    figures = [_figure_bytes(fcache, qcache, lang), _figure_bits_vs_length(c, bits, scheme, qcache.length, lang),
-               _figure_layers(errors, lang), _figure_next(tok, first_f, first_q, lang), _figure_rotation(view, lang)]
-    return {"figures": figures, "tables": [_table_continuation(tok, f_tokens, q_tokens, split, lang)],
+    qcache = quant_cache()  # holds the float text, as fcache does, for the attention and the bytes
+    errors = layer_errors(attn_f, attention_of(model, ids + f_tokens[:-1], qcache))
+    figures = [_figure_bytes(fcache, qcache, lang), _figure_layers(errors, lang),
+               _figure_next(tok, first_f, first_q, lang), _figure_rotation(view, lang)]
+    tables = [_table_continuation(tok, f_tokens, q_tokens, split, lang), _table_bits_vs_length(c, bits, lang)]
+    return {"figures": figures, "tables": tables,
             "notes": _notes(tok, fcache, qcache, f_tokens, q_tokens, split, errors, view, lang)}

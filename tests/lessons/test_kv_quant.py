@@ -43,7 +43,7 @@ def test_next_token_columns_are_the_two_caches_distributions(course):
     model, tok = course
     ids = tok.encode(DEFAULT_PROMPT)
     out = registry.run("kv_quant", {"scheme": "kivi", "bits": "2"}, "en")
-    rows = out["figures"][3]["table"]["rows"]
+    rows = out["figures"][2]["table"]["rows"]
     for cache_col, cache in ((1, model.new_cache()), (2, QuantKVCache(model.config, "kivi", 2, residual=RESIDUAL))):
         logits = model.forward(ids, cache=cache)[-1].astype(np.float64)
         p = np.exp(logits - logits.max())
@@ -83,14 +83,14 @@ def test_continuations_and_the_first_divergence(prompt, scheme, bits, course):
 def test_attention_error_falls_with_more_bits(course):
     kl = {}
     for bits in ("2", "4", "8", "16"):
-        rows = registry.run("kv_quant", {"bits": bits}, "en")["figures"][2]["table"]["rows"]
+        rows = registry.run("kv_quant", {"bits": bits}, "en")["figures"][1]["table"]["rows"]
         assert all(r[1] >= 0 and r[2] >= 0 for r in rows)
         kl[bits] = sum(r[2] for r in rows)
     assert kl["2"] > kl["4"] > kl["8"] > kl["16"]
 
 
 def test_rotation_figure_keeps_the_keys_energy(course):
-    rows = registry.run("kv_quant", None, "en")["figures"][4]["table"]["rows"]
+    rows = registry.run("kv_quant", None, "en")["figures"][3]["table"]["rows"]
     model, _ = course
     assert [r[0] for r in rows] == list(range(model.config.head_dim))
     before, after = (np.array([r[i] for r in rows]) for i in (1, 2))
@@ -117,6 +117,17 @@ def test_bad_input_is_a_clear_message_in_the_readers_language(values, lang):
 def test_odd_prompts_give_plain_data(prompt, course):
     out = check_output(registry.run("kv_quant", {"prompt": prompt, "bits": "4"}, "zh-TW"))
     assert len(out["tables"][0]["rows"]) == STEPS
+
+
+@pytest.mark.parametrize("bits", [2, 3, 4, 8])
+def test_effective_bits_table(bits, course):
+    model, _ = course
+    rows = registry.run("kv_quant", {"bits": str(bits)}, "en")["tables"][1]["rows"]
+    assert [r[0] for r in rows] == [16, 64, model.config.max_seq_len]
+    per_token, kivi, rotated = ([r[i] for r in rows] for i in (1, 2, 3))
+    one_scale = bits + 2 * 16 / model.config.head_dim  # float16 scale + zero point per head and token
+    assert per_token == rotated == [pytest.approx(one_scale, rel=1e-3)] * 3
+    assert kivi[0] > kivi[1] > kivi[2] > bits  # the full-precision tokens weigh less in longer texts
 
 
 def test_bits_options_are_the_engines():
