@@ -40,6 +40,8 @@ QuantRows of N = 2*KV rows holds both: the same bytes in half the array operatio
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from engine.cache import BaseCache
@@ -96,17 +98,9 @@ def pack(codes, bits: int):
     """
     lead, n, out, shift = codes.shape[:-1], codes.shape[-1], [], 0
     for w in _planes(bits):
-        per = 8 // w
-        plane = (codes >> np.uint8(shift)) & np.uint8(2**w - 1) if w < 8 else codes  # [..., n]
-        if w == 1:
-            out.append(np.packbits(plane, axis=-1, bitorder="little"))  # [..., ceil(n/8)]
-        elif w < 8:
-            if n % per:
-                plane = np.concatenate([plane, np.zeros((*lead, per - n % per), np.uint8)], axis=-1)
-            groups = plane.reshape(*lead, plane.shape[-1] // per, per) << (w * np.arange(per, dtype=np.uint8))
-            out.append(groups.sum(axis=-1, dtype=np.uint8))  # [..., ceil(n*w/8)]: no bits overlap
-        else:
-            out.append(plane)
+        plane = (codes >> np.uint8(shift)) & np.uint8(2**w - 1) if shift else codes  # [..., n] values < 2**w
+        b = np.unpackbits(plane[..., None], axis=-1, count=w, bitorder="little")  # [..., n, w]
+        out.append(np.packbits(b.reshape(*lead, n * w), axis=-1, bitorder="little"))  # [..., ceil(n*w/8)]
         shift += w
     return out[0] if len(out) == 1 else np.concatenate(out, axis=-1)
 
@@ -128,15 +122,22 @@ def unpack(packed, bits: int, n: int):
 # --------------------------------------------------------------------------- rotation
 
 
+@functools.lru_cache(maxsize=16)
+def _rotation(n: int, seed: int):
+    g = np.random.default_rng(seed).standard_normal((n, n))
+    q, r = np.linalg.qr(g)
+    q = q * np.sign(np.diag(r))[None, :]
+    q.flags.writeable = False  # shared by every cache that asks for the same (n, seed)
+    return q
+
+
 def random_rotation(n: int, seed: int = 0):
     """A random orthogonal matrix P [n, n] (float64), uniform over rotations (Haar measure).
 
     QR of a Gaussian matrix, with the signs of R's diagonal moved into Q so the draw is
     unbiased. Data-oblivious: chosen before any key is seen, the same for every token.
     """
-    g = np.random.default_rng(check_int("rotation seed", seed, minimum=0)).standard_normal((n, n))
-    q, r = np.linalg.qr(g)
-    return q * np.sign(np.diag(r))[None, :]
+    return _rotation(check_int("rotation size", n, minimum=1), check_int("rotation seed", seed, minimum=0))
 
 
 def channel_magnitudes(x):
