@@ -146,8 +146,9 @@ def _figure_next(tok, first_f, first_q, lang):
     data = [{"type": "bar", "orientation": "h", "name": t(name, lang), "y": labels, "x": floats(p[i] for i in ids),
              "marker": {"color": color}} for name, p, color in ((FLOAT, pf, COLORS["grey"]), (QUANT, pq, COLORS["blue"]))]
     title = t({"en": "Next token after the prompt: top 5 of each cache", "zh-TW": "提示詞之後的下一個詞元：兩種快取各自的前 5 名"}, lang)
-    lay = layout(title, t({"en": "probability", "zh-TW": "機率"}, lang), "", barmode="group",
-                 yaxis={"autorange": "reversed", "type": "category"}, xaxis={"rangemode": "tozero"})
+    # a log axis: the first choice is often near 1, and the rest differ by orders of magnitude
+    lay = layout(title, t({"en": "probability (log)", "zh-TW": "機率（對數）"}, lang), "", barmode="group",
+                 yaxis={"autorange": "reversed", "type": "category"}, xaxis={"type": "log", "exponentformat": "power"})
     cols = [t({"en": "token", "zh-TW": "詞元"}, lang), t(FLOAT, lang), t(QUANT, lang)]
     rows = [[lbl, float(f"{pf[i]:.4g}"), float(f"{pq[i]:.4g}")] for lbl, i in zip(labels, ids)]
     return figure("next_token", title, data, lay, cols, rows)

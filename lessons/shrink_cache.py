@@ -83,17 +83,17 @@ def _figure_heads(cfg, context: int, lang):
     kvs = [kv for kv in range(H, 0, -1) if H % kv == 0]  # every grouping the query heads allow
     sizes = [_size(replace(cfg, n_kv_heads=kv), context) for kv in kvs]
     div, unit = _unit(max(sizes))
-    labels = [f"{kv} ({t(attention_name(H, kv), lang)})" for kv in kvs]
+    labels = [f"{kv} ({t(attention_name(H, kv), lang)})" + (" ★" if kv == cfg.n_kv_heads else "") for kv in kvs]
     shared = [t({"en": f"each KV head serves {H // kv} query head{'s' if H // kv > 1 else ''}",
                  "zh-TW": f"每個 KV head 供 {H // kv} 個 query head 共用"}, lang) for kv in kvs]
     data = [{"type": "bar", "x": labels, "y": floats(s / div for s in sizes), "text": [fmt_bytes(s) for s in sizes],
-             "customdata": shared, "name": t({"en": "KV cache", "zh-TW": "KV 快取"}, lang),
+             "textposition": "none", "customdata": shared, "name": t({"en": "KV cache", "zh-TW": "KV 快取"}, lang),
              "marker": {"color": [HIGHLIGHT if kv == cfg.n_kv_heads else COLORS["blue"] for kv in kvs]},
              "hovertemplate": "%{x}: %{text}<br>%{customdata}<extra></extra>"}]
     title = t({"en": f"{H} query heads, fewer and fewer KV heads: the cache at {fmt_int(context)} tokens",
                "zh-TW": f"{H} 個 query head、越來越少的 KV head：{fmt_int(context)} 個詞元時的快取"}, lang)
-    lay = layout(title, t({"en": "KV heads per layer (highlighted: the model as published)",
-                           "zh-TW": "每層的 KV head 數（標色：模型公開的設定）"}, lang), unit,
+    lay = layout(title, t({"en": "KV heads per layer (★ as published)",
+                           "zh-TW": "每層 KV head 數（★ 公開設定）"}, lang), unit,
                  showlegend=False, yaxis={"rangemode": "tozero"}, xaxis={"type": "category"})
     cols = [t({"en": "KV heads", "zh-TW": "KV head 數"}, lang), t({"en": "attention", "zh-TW": "注意力"}, lang),
             t({"en": "query heads per KV head", "zh-TW": "每個 KV head 對應的 query head 數"}, lang),
@@ -131,15 +131,15 @@ def _figure_bits(cfg, context: int, lang):
     bits = sorted({own, *CACHE_BITS}, reverse=True)
     sizes = [_size(cfg, context, b) for b in bits]
     div, unit = _unit(max(sizes))
-    labels = [t({"en": f"{b:g} bits", "zh-TW": f"{b:g} 位元"}, lang) for b in bits]
+    labels = [t({"en": f"{b:g} bits", "zh-TW": f"{b:g} 位元"}, lang) + (" ★" if b == own else "") for b in bits]
     data = [{"type": "bar", "x": labels, "y": floats(s / div for s in sizes), "text": [fmt_bytes(s) for s in sizes],
-             "name": t({"en": "KV cache", "zh-TW": "KV 快取"}, lang),
+             "textposition": "none", "name": t({"en": "KV cache", "zh-TW": "KV 快取"}, lang),
              "marker": {"color": [HIGHLIGHT if b == own else COLORS["blue"] for b in bits]},
              "hovertemplate": "%{x}: %{text}<extra></extra>"}]
     title = t({"en": f"The cache at {fmt_int(context)} tokens, stored with fewer bits per number",
                "zh-TW": f"{fmt_int(context)} 個詞元的快取，每個數字用更少位元存放"}, lang)
-    lay = layout(title, t({"en": "bits per cached number (highlighted: the model's own format)",
-                           "zh-TW": "快取中每個數字的位元數（標色：模型本身的格式）"}, lang), unit,
+    lay = layout(title, t({"en": "bits per number (★ the model's own)",
+                           "zh-TW": "每個數字的位元數（★ 模型本身）"}, lang), unit,
                  showlegend=False, yaxis={"rangemode": "tozero"}, xaxis={"type": "category"})
     cols = [t({"en": "bits per number", "zh-TW": "每個數字的位元數"}, lang), t({"en": "per token", "zh-TW": "每個詞元"}, lang),
             t({"en": "cache", "zh-TW": "快取"}, lang), t({"en": "share of the model's format", "zh-TW": "佔模型本身格式的比例"}, lang)]
