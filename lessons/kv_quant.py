@@ -124,7 +124,7 @@ def _table_bits_vs_length(config, bits: int, lang):
 def _figure_layers(errors, lang):
     """Per layer, side by side on one log axis: mean KL and the largest change of a weight."""
     names = [t({"en": f"layer {i + 1}", "zh-TW": f"第 {i + 1} 層"}, lang) for i in range(len(errors))]
-    kl_name = t({"en": "mean KL(float ‖ quantized)", "zh-TW": "平均 KL（浮點 ‖ 量化）"}, lang)
+    kl_name = t({"en": "mean KL(float || quantized)", "zh-TW": "平均 KL（浮點 || 量化）"}, lang)
     d_name = t({"en": "largest |Δ weight|", "zh-TW": "最大的 |權重變化|"}, lang)
     data = [{"type": "bar", "name": kl_name, "x": names, "y": floats(kl for _, kl in errors), "marker": {"color": COLORS["blue"]}},
             {"type": "bar", "name": d_name, "x": names, "y": floats(d for d, _ in errors),

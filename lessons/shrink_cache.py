@@ -83,7 +83,7 @@ def _figure_heads(cfg, context: int, lang):
     kvs = [kv for kv in range(H, 0, -1) if H % kv == 0]  # every grouping the query heads allow
     sizes = [_size(replace(cfg, n_kv_heads=kv), context) for kv in kvs]
     div, unit = _unit(max(sizes))
-    labels = [f"{kv} ({t(attention_name(H, kv), lang)})" + (" ★" if kv == cfg.n_kv_heads else "") for kv in kvs]
+    labels = [("★ " if kv == cfg.n_kv_heads else "") + f"{kv} ({t(attention_name(H, kv), lang)})" for kv in kvs]
     shared = [t({"en": f"each KV head serves {H // kv} query head{'s' if H // kv > 1 else ''}",
                  "zh-TW": f"每個 KV head 供 {H // kv} 個 query head 共用"}, lang) for kv in kvs]
     data = [{"type": "bar", "x": labels, "y": floats(s / div for s in sizes), "text": [fmt_bytes(s) for s in sizes],
@@ -131,7 +131,7 @@ def _figure_bits(cfg, context: int, lang):
     bits = sorted({own, *CACHE_BITS}, reverse=True)
     sizes = [_size(cfg, context, b) for b in bits]
     div, unit = _unit(max(sizes))
-    labels = [t({"en": f"{b:g} bits", "zh-TW": f"{b:g} 位元"}, lang) + (" ★" if b == own else "") for b in bits]
+    labels = [("★ " if b == own else "") + t({"en": f"{b:g} bits", "zh-TW": f"{b:g} 位元"}, lang) for b in bits]
     data = [{"type": "bar", "x": labels, "y": floats(s / div for s in sizes), "text": [fmt_bytes(s) for s in sizes],
              "textposition": "none", "name": t({"en": "KV cache", "zh-TW": "KV 快取"}, lang),
              "marker": {"color": [HIGHLIGHT if b == own else COLORS["blue"] for b in bits]},
