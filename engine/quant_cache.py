@@ -66,27 +66,31 @@ def quantize(x, bits: int, axis: int):
     """x [...] float -> (codes uint8 like x, scale, zero float16 with ``axis`` kept as 1).
 
     The group is everything along ``axis``; error per number <= scale / 2 (module doc).
+    Arithmetic in float32 (the ufuncs' dtype= does the casts: no extra arrays).
     """
     x = np.asarray(x, dtype=np.float32)
     lo, hi = x.min(axis=axis, keepdims=True), x.max(axis=axis, keepdims=True)
     if not max(-lo.min(), hi.max()) < 60000:  # NaN fails this test too
         raise ValueError("a key or value is not finite or too large for float16 scales (|x| >= 60000)")
+    top = np.float32(2**bits - 1)
     zero = _f16(lo, -np.inf)  # z <= min: the smallest number gets code >= 0
-    z = zero.astype(np.float32)
-    scale = _f16((hi - z) * (1 / (2**bits - 1)), np.inf)  # s*(2^b-1) >= max - z
-    s = scale.astype(np.float32)
-    codes = np.rint((x - z) / np.where(s > 0, s, 1))
-    return np.clip(codes, 0, 2**bits - 1, out=codes).astype(np.uint8), scale, zero
+    step = np.maximum(np.subtract(hi, zero, dtype=np.float32) / top, np.float32(2**-24))  # > 0: never / 0
+    scale = _f16(step, np.inf)  # s*(2^b-1) >= max - z: the largest gets code <= 2^b - 1
+    codes = np.rint(np.divide(np.subtract(x, zero, dtype=np.float32), scale, dtype=np.float32))
+    return np.minimum(codes, top, out=codes).astype(np.uint8), scale, zero  # minimum: float rounding only
 
 
 def dequantize(codes, scale, zero):
     """Codes back to numbers: zero + code * scale, in float32 (broadcast over the group)."""
-    return zero.astype(np.float32) + codes.astype(np.float32) * scale.astype(np.float32)
+    return np.add(np.multiply(codes, scale, dtype=np.float32), zero, dtype=np.float32)
+
+
+# b bits split into widths that divide a byte, lowest first: 3 -> (1, 2), 4 -> (4,)
+_PLANES = {b: tuple(w for w in (1, 2, 4, 8) if b & w) for b in range(1, 9)}
 
 
 def _planes(bits: int) -> tuple[int, ...]:
-    """Split b bits into widths that divide a byte, lowest first: 3 -> (1, 2), 4 -> (4,)."""
-    return tuple(w for w in (1, 2, 4, 8) if bits & w)
+    return _PLANES[bits]
 
 
 def pack(codes, bits: int):
