@@ -2,11 +2,11 @@
 
 The course model decodes the prompt greedily for 16 steps twice: with the float cache and
 with a quantized cache (engine.quant_cache, the reader's scheme and bits), each on its own
-choices, so the two texts can part. To compare attention position by position, both caches
-then take the float text (prompt and its 16 tokens) in one pass. Shown: what the cache's
-bytes are made of, the effective bits per number as the text grows, the attention error
-per layer, the next-token distributions side by side, both continuations, and what the
-rotation does to the keys.
+choices, so the two texts can part. Attention is compared pass by pass while both read the
+same tokens: the prompt, then every step up to the first divergence. Shown: what the
+cache's bytes are made of, the effective bits per number as the text grows, the attention
+error per layer, the next-token distributions side by side, both continuations, and what
+the rotation does to the keys.
 """
 from __future__ import annotations
 
@@ -51,29 +51,30 @@ CONTROLS = (
 
 
 def greedy(model, ids, cache):
-    """Prefill ``ids`` into ``cache``, then STEPS greedy tokens: (logits after the prompt [V], tokens)."""
-    logits = model.forward(ids, cache=cache, last_only=True)
-    first, tokens = logits[-1], []
+    """Prefill ``ids`` into ``cache``, then STEPS greedy tokens. Returns (logits after the
+    prompt [V], tokens, attention of each pass: per pass a list of per-layer [H, T, S])."""
+    logits, tr = model.forward(ids, cache=cache, trace=True, last_only=True)
+    first, tokens, attn = logits[-1], [], [tr.attn]
     for i in range(STEPS):
         tokens.append(int(np.argmax(logits[-1])))
         if i < STEPS - 1:  # the last token is shown, never fed back
-            logits = model.forward(tokens[-1:], cache=cache, last_only=True)
-    return first, tokens
+            logits, tr = model.forward(tokens[-1:], cache=cache, trace=True, last_only=True)
+            attn.append(tr.attn)
+    return first, tokens, attn
 
 
-def attention_of(model, ids, cache=None):
-    """Attention weights of every position when the cache holds all of ``ids``: per layer
-    [H, T, T] (one pass; without a cache, the float numbers themselves)."""
-    return model.forward(ids, cache=cache, trace=True)[1].attn
-
-
-def layer_errors(attn_f, attn_q) -> list[tuple[float, float]]:
-    """Per layer: (largest |change| of an attention weight, mean KL(float || quantized) per row)."""
+def layer_errors(attn_f, attn_q, passes: int) -> list[tuple[float, float]]:
+    """Per layer, over the first ``passes`` forward passes (those that read the same tokens):
+    (largest |change| of an attention weight, mean KL(float || quantized) per row)."""
     out = []
-    for pf, pq in zip(attn_f, attn_q):
-        p, q = pf.astype(np.float64), pq.astype(np.float64)  # [H, T, S], masked entries 0 in both
-        terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1)) - np.log(np.maximum(q, 1e-30))), 0.0)
-        out.append((float(np.abs(p - q).max()), max(float(terms.sum()) / (p.shape[0] * p.shape[1]), 0.0)))
+    for layer in range(len(attn_f[0])):
+        worst, kl, rows = 0.0, 0.0, 0
+        for pf, pq in zip(attn_f[:passes], attn_q[:passes]):
+            p, q = pf[layer].astype(np.float64), pq[layer].astype(np.float64)  # [H, T, S], masked: 0 in both
+            worst = max(worst, float(np.abs(p - q).max()))
+            kl += float(np.where(p > 0, p * (np.log(np.where(p > 0, p, 1)) - np.log(np.maximum(q, 1e-30))), 0).sum())
+            rows += p.shape[0] * p.shape[1]
+        out.append((worst, max(kl / rows, 0.0)))
     return out
 
 
@@ -232,9 +233,9 @@ def _notes(tok, fcache, qcache, f_tokens, q_tokens, split, errors, view, lang) -
         notes.append(t({"en": f"The texts part at step {split + 1}: the float cache chose “{a}”, the quantized cache “{b}”.",
                         "zh-TW": f"兩段文字在第 {split + 1} 步分開：浮點快取選了「{a}」，量化快取選了「{b}」。"}, lang))
     worst = max(range(len(errors)), key=lambda i: errors[i][1])
-    notes.append(t({"en": (f"Holding the same text (the prompt and the float cache's tokens), layer {worst + 1} moved most: "
-                           f"mean KL {errors[worst][1]:.2g}, largest change of one attention weight {errors[worst][0]:.2g}."),
-                    "zh-TW": (f"存著同一段文字（提示詞加上浮點快取的詞元）時，第 {worst + 1} 層偏移最多：平均 KL 為 "
+    notes.append(t({"en": (f"While both read the same tokens (the prompt and the steps before any divergence), layer {worst + 1} "
+                           f"moved most: mean KL {errors[worst][1]:.2g}, largest change of one attention weight {errors[worst][0]:.2g}."),
+                    "zh-TW": (f"兩者讀同樣的詞元時（提示詞，以及分歧之前的每一步），第 {worst + 1} 層偏移最多：平均 KL 為 "
                               f"{errors[worst][1]:.2g}，單一注意力權重最大變化 {errors[worst][0]:.2g}。")}, lang))
     layer, before, after = view
     notes.append(t({"en": (f"Keys of layer {layer + 1}: the largest channel is {before.max() / np.median(before):.2f}× the median one "
@@ -247,12 +248,12 @@ def _notes(tok, fcache, qcache, f_tokens, q_tokens, split, errors, view, lang) -
 @functools.lru_cache(maxsize=8)
 def float_side(ids: tuple[int, ...]):
     """Everything the float cache contributes, which depends on the prompt only (kept for the
-    next change of scheme or bits): (logits after the prompt, its 16 tokens, the cache,
-    attention over its text, the rotation view of its keys)."""
+    next change of scheme or bits): (logits after the prompt, its 16 tokens, attention of each
+    pass, the cache, the rotation view of its keys)."""
     model, _ = load_course_model()
     fcache = model.new_cache(max_len=len(ids) + STEPS)
-    first, tokens = greedy(model, list(ids), fcache)
-    return first, tokens, fcache, attention_of(model, list(ids) + tokens[:-1]), rotation_view(fcache, model.config)
+    first, tokens, attn = greedy(model, list(ids), fcache)
+    return first, tokens, attn, fcache, rotation_view(fcache, model.config)
 
 
 def run(values: dict, lang: str) -> dict:
@@ -260,15 +261,12 @@ def run(values: dict, lang: str) -> dict:
     c = model.config
     ids = encode_prompt(tok, values["prompt"], c.max_seq_len - STEPS)
     bits, scheme = int(values["bits"]), values["scheme"]
-    first_f, f_tokens, fcache, attn_f, view = float_side(tuple(ids))
-
-    def quant_cache():
-        return QuantKVCache(c, scheme, bits, max_len=len(ids) + STEPS, residual=RESIDUAL, seed=SEED)
-
-    first_q, q_tokens = greedy(model, ids, quant_cache())
+    first_f, f_tokens, attn_f, fcache, view = float_side(tuple(ids))
+    qcache = QuantKVCache(c, scheme, bits, max_len=len(ids) + STEPS, residual=RESIDUAL, seed=SEED)
+    first_q, q_tokens, attn_q = greedy(model, ids, qcache)
     split = next((i for i, (a, b) in enumerate(zip(f_tokens, q_tokens)) if a != b), None)
-    qcache = quant_cache()  # holds the float text, as fcache does, for the attention and the bytes
-    errors = layer_errors(attn_f, attention_of(model, ids + f_tokens[:-1], qcache))
+    # pass i > 0 feeds token i-1: both caches read the same text up to the pass that feeds the split
+    errors = layer_errors(attn_f, attn_q, STEPS if split is None else split + 1)
     figures = [_figure_bytes(fcache, qcache, lang), _figure_layers(errors, lang),
                _figure_next(tok, first_f, first_q, lang), _figure_rotation(view, lang)]
     tables = [_table_continuation(tok, f_tokens, q_tokens, split, lang), _table_bits_vs_length(c, bits, lang)]
