@@ -15,6 +15,11 @@ Conventions (the lessons and the benchmark page quote these, so they are spelled
   rows that are looked up) plus KV traffic: with the cache, K/V of context_len + 1 positions
   read and of 1 position written; without it, K/V of all context_len + 1 positions written
   and read once. Other activations are ignored: they are small next to weights.
+* A model with a sliding window W (``Config.sliding_window``, Mistral 7B) keeps at most W
+  positions (the rolling-buffer cache, engine/rolling_cache.py): its cache size, and the
+  keys a cached step reads and scores, stop growing at W.
+* The cache's number format is its own: ``kv_bits`` (bits per cached value, e.g. 16, 8, 4,
+  or an effective 3.5 or 2.5 once scales are counted) is independent of the weights' bytes.
 """
 from __future__ import annotations
 
@@ -73,7 +78,7 @@ def decode_step_flops(cfg: Config, context_len: int, use_cache: bool) -> int:
     _check(cfg, context_len=context_len)
     if not use_cache:
         return prefill_flops(cfg, context_len + 1)
-    per_layer = _projection_flops(cfg, 1) + _attention_flops(cfg, 1, context_len + 1)
+    per_layer = _projection_flops(cfg, 1) + _attention_flops(cfg, 1, cached_positions(cfg, context_len + 1))
     return cfg.n_layers * per_layer + _lm_head_flops(cfg, 1)
 
 
@@ -89,23 +94,63 @@ def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int, seq_len: int, 
     return 2 * n_layers * n_kv_heads * head_dim * seq_len * batch * dtype_bytes
 
 
-def decode_step_bytes(cfg: Config, context_len: int, use_cache: bool, dtype_bytes: int | None = None) -> int:
-    """Bytes moved between memory and the compute units for one decode step (see module doc)."""
+def cached_positions(cfg: Config, seq_len: int) -> int:
+    """Positions a cache keeps for seq_len tokens: all of them, or the last W with a sliding window."""
+    _check(cfg, seq_len=seq_len)
+    W = cfg.sliding_window
+    return seq_len if W is None else min(seq_len, W)
+
+
+def _bits(cfg: Config, kv_bits) -> float:
+    """Bits per cached value: the model's dtype, or the cache's own format (any number > 0)."""
+    if kv_bits is None:
+        return 8 * cfg.dtype_bytes
+    if isinstance(kv_bits, bool) or not isinstance(kv_bits, (int, float)) or not 0 < kv_bits <= 64:
+        raise ValueError(f"kv_bits must be a number of bits per cached value in (0, 64], got {kv_bits!r}")
+    return float(kv_bits)
+
+
+def kv_cache_size(cfg: Config, seq_len: int, batch: int = 1, kv_bits: float | None = None) -> float:
+    """Bytes of the KV cache of ``cfg`` after seq_len tokens per sequence, for ``batch`` sequences:
+
+        2 (K and V) * L * KV * hd * min(seq_len, W) * batch * kv_bits / 8
+
+    W caps the positions only for a windowed model; kv_bits defaults to the model's dtype and
+    may be fractional (3.5 bits: codes plus their share of the scales). A float: whole bytes
+    for whole bits.
+    """
+    _check(cfg, batch=batch)
+    values = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * cached_positions(cfg, seq_len) * batch
+    return values * _bits(cfg, kv_bits) / 8
+
+
+def decode_step_kv_bytes(cfg: Config, context_len: int, kv_bits: float | None = None) -> float:
+    """KV traffic of one cached decode step: read the positions kept after it, write one
+    (the KV part of :func:`decode_step_bytes`; the rest is weights, read once per batch)."""
+    _check(cfg, context_len=context_len)
+    return kv_cache_size(cfg, context_len + 1, kv_bits=kv_bits) + kv_cache_size(cfg, 1, kv_bits=kv_bits)
+
+
+def decode_step_bytes(cfg: Config, context_len: int, use_cache: bool, dtype_bytes: int | None = None,
+                      kv_bits: float | None = None):
+    """Bytes moved between memory and the compute units for one decode step (see module doc).
+
+    ``dtype_bytes``: the weights' bytes per number, and the cache's unless ``kv_bits`` gives
+    the cache its own format. An int, or a float when ``kv_bits`` is given.
+    """
     _check(cfg, context_len=context_len)
     b = cfg.dtype_bytes if dtype_bytes is None else dtype_bytes
     try:
         b = check_int("dtype_bytes", b, minimum=1)
     except TypeError as e:
         raise ValueError(str(e)) from None
-    L, KV, hd = cfg.n_layers, cfg.n_kv_heads, cfg.head_dim
     resident = cfg.n_layers * layer_params(cfg) + cfg.d_model + cfg.d_model * cfg.vocab_size  # all but embed
     n_rows = 1 if use_cache else context_len + 1  # tokens that go through the model
     weights = (resident + n_rows * cfg.d_model) * b
-    if use_cache:
-        kv = kv_cache_bytes(L, KV, hd, context_len + 1, dtype_bytes=b) + kv_cache_bytes(L, KV, hd, 1, dtype_bytes=b)
-    else:
-        kv = 2 * kv_cache_bytes(L, KV, hd, context_len + 1, dtype_bytes=b)
-    return weights + kv
+    # positions whose K/V move: cached, read the kept ones and write one; else write and read all
+    positions = cached_positions(cfg, context_len + 1) + 1 if use_cache else 2 * (context_len + 1)
+    values = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * positions
+    return weights + (values * b if kv_bits is None else values * _bits(cfg, kv_bits) / 8)
 
 
 def prefill_bytes(cfg: Config, n_tokens: int, dtype_bytes: int | None = None) -> int:

@@ -26,6 +26,7 @@ class ModelShape:
     rope_theta: float
     norm_eps: float
     source: str
+    sliding_window: int | None = None  # W: attention (and the cache) reach back W positions only
 
 
 _HF = "config.json of the Hugging Face repository "
@@ -38,8 +39,8 @@ MODEL_SHAPES: dict[str, ModelShape] = {s.name: s for s in (
     ModelShape("Llama 2 7B", 32000, 32, 4096, 32, 32, 128, 11008, 4096, 10000.0, 1e-5,
                _HF + "meta-llama/Llama-2-7b-hf; Touvron et al., 'Llama 2' (2023)"),
     ModelShape("Mistral 7B", 32000, 32, 4096, 32, 8, 128, 14336, 32768, 10000.0, 1e-5,
-               _HF + "mistralai/Mistral-7B-v0.1; Jiang et al., 'Mistral 7B' (2023), Table 1 "
-               "(sliding-window attention of 4096 not modelled here)"),
+               _HF + "mistralai/Mistral-7B-v0.1 (sliding_window 4096); Jiang et al., 'Mistral 7B' (2023), "
+               "Table 1 (window_size 4096)", sliding_window=4096),
     ModelShape("GPT-2 small", 50257, 12, 768, 12, 12, 64, 3072, 1024, 10000.0, 1e-5,
                _HF + "openai-community/gpt2 (n_embd 768, n_head 12, n_layer 12, n_ctx 1024); "
                "Radford et al. (2019). Not a Llama: learned positions, no RoPE (rope_theta is the engine default)"),
@@ -48,7 +49,8 @@ MODEL_SHAPES: dict[str, ModelShape] = {s.name: s for s in (
 
 def config_from_shape(shape: ModelShape | str, n_layers: int | None = None, dtype: str = "float16",
                       max_seq_len: int | None = None) -> Config:
-    """An engine Config with a real model's shape (``n_layers``: keep only the first few)."""
+    """An engine Config with a real model's shape (``n_layers``: keep only the first few),
+    its sliding window included: engine.costs then caps Mistral 7B's cache at W positions."""
     if isinstance(shape, str):
         if shape not in MODEL_SHAPES:
             raise ValueError(f"unknown model shape {shape!r}; known: {', '.join(MODEL_SHAPES)}")
@@ -66,4 +68,5 @@ def config_from_shape(shape: ModelShape | str, n_layers: int | None = None, dtyp
         rope_theta=shape.rope_theta,
         norm_eps=shape.norm_eps,
         dtype=dtype,
+        sliding_window=shape.sliding_window,
     )

@@ -48,8 +48,8 @@ def _real_facts(prefix: str, name: str) -> dict[str, str]:
     s = MODEL_SHAPES[name]
     cfg = config_from_shape(s)
 
-    def kv(tokens: int) -> int:
-        return costs.kv_cache_bytes(s.n_layers, s.n_kv_heads, s.head_dim, tokens, 1, FP16_BYTES)
+    def kv(tokens: int) -> float:  # fp16 cache; a sliding window (Mistral 7B) caps the positions
+        return costs.kv_cache_size(cfg, tokens, kv_bits=8 * FP16_BYTES)
 
     params = costs.param_count(cfg)
     out = {
@@ -79,12 +79,45 @@ def _tokenizer_facts() -> dict[str, str]:
     return {f"tokenizers.{r['name']}.vocab_size": fmt_int(r["vocab_size"]) for r in real_counts()["tokenizers"]}
 
 
+def _shrink_facts() -> dict[str, str]:
+    """Plate 7: the three levers on real shapes and on the course model's quantized cache."""
+    from dataclasses import replace
+
+    from engine import QuantKVCache
+    from lessons.kv_quant import RESIDUAL
+
+    mistral, llama = config_from_shape("Mistral 7B"), config_from_shape("Llama 3 8B")
+    W = mistral.sliding_window
+    course = load_course_model()[0].config
+
+    def course_bits(scheme: str, bits: int, n: int = course.max_seq_len) -> str:
+        return f"{QuantKVCache(course, scheme, bits, residual=RESIDUAL).bits_per_value_at(n):.3g}"
+
+    return {
+        "mistral_7b.sliding_window": fmt_int(W),
+        "shrink.mistral_8k_no_window": fmt_bytes(costs.kv_cache_size(replace(mistral, sliding_window=None), 8192)),
+        "shrink.mistral_32k_no_window": fmt_bytes(costs.kv_cache_size(replace(mistral, sliding_window=None), 32768)),
+        "shrink.mistral_reach": fmt_int(mistral.n_layers * W),  # layers x window: how far information can travel
+        "shrink.llama3_8b_mha_per_token": fmt_bytes(costs.kv_cache_size(replace(llama, n_kv_heads=llama.n_heads), 1)),
+        "shrink.llama3_8b_mqa_per_token": fmt_bytes(costs.kv_cache_size(replace(llama, n_kv_heads=1), 1)),
+        **{f"shrink.llama3_8b_32k_{str(b).replace('.', '_')}bit": fmt_bytes(costs.kv_cache_size(llama, 32768, kv_bits=b))
+           for b in (16, 8, 4, 3.5, 2.5)},
+        "shrink.course_float_bits": fmt_int(8 * course.dtype_bytes),
+        "shrink.course_per_token_4bit": course_bits("per_token", 4),
+        "shrink.course_per_token_2bit": course_bits("per_token", 2),
+        "shrink.course_kivi_2bit_20": course_bits("kivi", 2, 20),
+        "shrink.course_kivi_2bit_full": course_bits("kivi", 2),
+        "shrink.kivi_residual": fmt_int(RESIDUAL),
+    }
+
+
 @functools.lru_cache(maxsize=None)
 def _facts(lang: str) -> tuple[tuple[str, str], ...]:
     out = _course_facts()
     for prefix, name in REAL_MODELS.items():
         out.update(_real_facts(prefix, name))
     out.update(_tokenizer_facts())
+    out.update(_shrink_facts())
     # Every value is numbers and unit symbols (B, KiB, MiB, GiB), the same in both languages.
     return tuple(sorted(out.items()))
 

@@ -23,6 +23,8 @@ LESSONS = {
     "data_movement": "data_movement",
     "roofline": "roofline",
     "layers": "layers",
+    "shrink_cache": "shrink_cache",
+    "kv_quant": "kv_quant",
     "bench_browser": "bench_browser",
     "bench_results": "bench_page",
 }

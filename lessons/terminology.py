@@ -148,6 +148,46 @@ TERMS: tuple[Term, ...] = (
     Term("language", "Traditional Chinese (Taiwan)", "繁體中文（台灣）", "繁體中文（台灣）",
          "The site's second language is a script and a locale, not a spoken variety.",
          avoid_en=(r"Taiwanese Mandarin",)),
+    # ------------------------------------------------------------------ shrinking the cache (plate 7)
+    Term("sliding-window", "sliding-window attention", "滑動視窗注意力", "滑動視窗注意力（sliding-window attention）",
+         "視窗 as in 上下文視窗, Taiwan's word for a window; the window slides along with the newest token. "
+         "窗口 is mainland usage, 滑窗 a clipped form.",
+         avoid_zh=(r"滑動窗口", r"滑窗")),
+    Term("rolling-buffer", "rolling-buffer cache", "環狀緩衝快取", "環狀緩衝快取（rolling-buffer cache）",
+         "Its W slots are reused in a ring (position p in slot p mod W): 環狀緩衝區 is the Taiwanese textbook "
+         "name of a ring buffer. 滾動 reads as scrolling; 環形/循環 are mainland renderings.",
+         avoid_zh=(r"滾動緩衝", r"循環緩衝", r"環形緩衝")),
+    Term("quantization", "quantization", "量化", "量化（quantization）",
+         "The signal-processing term in Taiwan; 量子化 is the Japanese word and reads as 'quantum'.",
+         avoid_zh=(r"量子化",)),
+    Term("quant-code", "code", "量化碼", "量化碼（code）",
+         "The small integer a quantized number becomes. 代碼 reads as mainland 'program code' "
+         "(tests/site/test_zh_tw.py flags it) and 程式碼 is program code.",
+         avoid_zh=(r"代碼", r"編碼值")),
+    Term("scale", "scale", "縮放係數", "縮放係數（scale）",
+         "係數 is Taiwan's word for a coefficient (系數 is mainland); 縮放 says what it does: the step between "
+         "two codes.",
+         avoid_zh=(r"比例因子", r"縮放因子", r"尺度因子")),
+    Term("zero-point", "zero point", "零點", "零點（zero point）",
+         "The number that code 0 stands for; one word, as in the papers' Chinese write-ups.",
+         avoid_zh=(r"零點偏移", r"零偏移")),
+    Term("quant-group", "group (numbers sharing one scale)", "群組", "群組（group）",
+         "群組 is Taiwan usage. 分組 stays with GQA (分組查詢注意力), so a group of query heads and a group of "
+         "numbers sharing a scale never read as the same thing.",
+         avoid_zh=(r"量化分組", r"量化組(?!合)")),
+    Term("channel", "channel", "通道", "通道（channel）",
+         "One of the head_dim coordinates of a key or value, as KIVI's 'per-channel'; 頻道 is a broadcast channel.",
+         avoid_zh=(r"頻道",)),
+    Term("outlier", "outlier", "離群值", "離群值（outlier）",
+         "The statistics term in Taiwan. 異常值 suggests an error, and an outlier channel is not one: it is how "
+         "the model stores something.",
+         avoid_zh=(r"異常值", r"極端值")),
+    Term("rotation", "random rotation", "隨機旋轉", "隨機旋轉（random rotation）",
+         "A plain description of the orthogonal matrix; RoPE's position rotation keeps its own name, "
+         "旋轉位置編碼."),
+    Term("bit", "bit", "位元", "位元（bit）",
+         "Taiwan usage, as 位元組 for byte; 比特 is mainland.",
+         avoid_zh=(r"比特",)),
 )
 
 _BY_CONCEPT = {t.concept: t for t in TERMS}

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from engine import Config, KVCache, Transformer
-from engine.costs import (decode_step_bytes, decode_step_flops, kv_cache_bytes, param_count, prefill_bytes,
-                          prefill_flops)
+from engine.costs import (cached_positions, decode_step_bytes, decode_step_flops, decode_step_kv_bytes,
+                          kv_cache_bytes, kv_cache_size, param_count, prefill_bytes, prefill_flops)
 from engine.shapes import MODEL_SHAPES, config_from_shape
 
 # V=10, D=4, H=2, KV=1, hd=2, F=6, one layer
@@ -176,3 +176,70 @@ def test_bytes_are_the_engines_weights_plus_its_cache_traffic():
     assert decode_step_bytes(cfg, 4, True) == weights_read + cache.bytes_used + cache.bytes_per_token
     # without a cache: 5 embedding rows, and K/V of 5 positions written then read
     assert decode_step_bytes(cfg, 4, False) == weights_read + 4 * row + 2 * cache.bytes_used
+
+
+# --------------------------------------------------------------------------- windows and cache formats
+
+
+def test_mistral_cache_stops_at_its_window():
+    mistral, llama = config_from_shape("Mistral 7B"), config_from_shape("Llama 3 8B")
+    assert mistral.sliding_window == 4096 and llama.sliding_window is None
+    per_token = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 KV heads, head_dim 128, fp16
+    for tokens in (1, 2048, 4096, 8192, 32768):
+        assert kv_cache_size(mistral, tokens) == min(tokens, 4096) * per_token
+        assert kv_cache_size(llama, tokens) == tokens * per_token  # same cache shape, no window
+    assert kv_cache_size(mistral, 8192) == 512 * 2**20  # not the 1 GiB an uncapped formula gives
+    assert kv_cache_size(mistral, 8192, batch=3) == 3 * 512 * 2**20
+
+
+@pytest.mark.parametrize("kv_bits", [16, 8, 4, 3.5, 2.5])
+def test_cache_bits_are_separate_from_the_weights(kv_bits):
+    cfg = config_from_shape("Llama 3 8B")
+    assert kv_cache_size(cfg, 8192, kv_bits=kv_bits) == 8192 * 2 * 32 * 8 * 128 * kv_bits / 8
+    fp16 = decode_step_bytes(cfg, 8191, True, dtype_bytes=2)
+    mixed = decode_step_bytes(cfg, 8191, True, dtype_bytes=2, kv_bits=kv_bits)
+    kv16 = decode_step_kv_bytes(cfg, 8191)
+    assert fp16 - kv16 == mixed - decode_step_kv_bytes(cfg, 8191, kv_bits=kv_bits)  # same weight bytes
+    assert decode_step_kv_bytes(cfg, 8191, kv_bits=kv_bits) == pytest.approx(kv16 * kv_bits / 16)
+
+
+def test_windowed_step_reads_at_most_w_positions():
+    cfg = config_from_shape("Mistral 7B")
+    kv = [decode_step_kv_bytes(cfg, ctx) for ctx in (4094, 4095, 4096, 10_000, 30_000)]
+    assert kv[0] < kv[1] == kv[2] == kv[3] == kv[4]  # 4096 read + 1 written, from context 4095 on
+    steps = [decode_step_bytes(cfg, ctx, True) for ctx in (4095, 30_000)]
+    assert steps[0] == steps[1] and isinstance(steps[0], int)
+    assert decode_step_bytes(cfg, 30_000, False) > decode_step_bytes(cfg, 4095, False)  # recompute: all of it
+
+
+@pytest.mark.parametrize("bad", [0, -2, True, "4", 65])
+def test_bad_cache_bits(bad):
+    with pytest.raises(ValueError, match="kv_bits must be a number of bits"):
+        kv_cache_size(TINY, 4, kv_bits=bad)
+
+
+@pytest.mark.parametrize("W", [1, 3, 6])
+def test_windowed_costs_equal_the_rolling_cache_the_engine_runs(W):
+    from engine.rolling_cache import RollingKVCache
+
+    cfg = Config(vocab_size=37, d_model=24, n_layers=3, n_heads=6, n_kv_heads=2, ffn_dim=40, max_seq_len=20,
+                 sliding_window=W)
+    model = Transformer.random(cfg, seed=W, xp=CountingXP())
+    cache = RollingKVCache(cfg, xp=CountingXP())
+    model.forward([1, 2], cache=cache)
+    for ctx in range(2, 12):
+        Counted.flops = 0
+        model.forward([ctx], cache=cache, last_only=True)
+        assert Counted.flops == decode_step_flops(cfg, ctx, use_cache=True)
+        assert cache.bytes_used == kv_cache_size(cfg, ctx + 1) == cached_positions(cfg, ctx + 1) * cache.bytes_per_token
+
+
+def test_quantized_cache_bytes_are_its_bits_per_value():
+    from engine.quant_cache import QuantKVCache
+
+    cfg = Config(vocab_size=37, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=40, max_seq_len=20)
+    model = Transformer.random(cfg, seed=0)
+    for scheme, bits in (("per_token", 4), ("kivi", 2), ("rotated", 3)):
+        cache = QuantKVCache(cfg, scheme, bits, residual=4)
+        model.forward(list(range(1, 11)), cache=cache)
+        assert kv_cache_size(cfg, 10, kv_bits=cache.bits_per_value) == pytest.approx(cache.bytes_used)

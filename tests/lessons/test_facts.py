@@ -54,3 +54,25 @@ def test_production_tokenizer_vocabularies():
     f = facts("en")
     assert f["tokenizers.cl100k_base.vocab_size"] == "100,256"
     assert f["tokenizers.o200k_base.vocab_size"] == "199,998"
+
+
+def test_mistral_cache_facts_stop_at_its_window(course):
+    f = facts("en")
+    # 2 * 32 layers * 8 KV heads * 128 * 2 bytes = 128 KiB per token; the window keeps 4,096 of them
+    assert f["mistral_7b.kv_bytes_per_token"] == "128 KiB"
+    assert f["mistral_7b.kv_size_8k"] == f["mistral_7b.kv_size_32k"] == "512 MiB"
+    assert f["llama3_8b.kv_size_32k"] == "4 GiB"  # the same per-token size without a window
+
+
+def test_plate_7_facts_from_the_formula(course):
+    f = facts("en")
+    # Llama 3 8B shape: 2 * 32 layers * KV * 128 * 2 bytes per token
+    assert f["shrink.llama3_8b_mha_per_token"] == "512 KiB"  # KV = 32 query heads
+    assert f["shrink.llama3_8b_mqa_per_token"] == "16 KiB"  # KV = 1
+    assert f["shrink.llama3_8b_32k_16bit"] == "4 GiB" and f["shrink.llama3_8b_32k_4bit"] == "1 GiB"
+    assert f["shrink.llama3_8b_32k_2_5bit"] == "640 MiB"  # 4 GiB * 2.5 / 16
+    assert f["mistral_7b.sliding_window"] == "4,096" and f["shrink.mistral_reach"] == "131,072"  # 32 layers * 4,096
+    assert f["shrink.mistral_8k_no_window"] == "1 GiB"
+    # course model (head_dim 32, one float16 scale and zero point per head and token): b + 32/32 bits
+    assert f["shrink.course_per_token_4bit"] == "5" and f["shrink.course_per_token_2bit"] == "3"
+    assert float(f["shrink.course_kivi_2bit_20"]) > float(f["shrink.course_kivi_2bit_full"]) > 2

@@ -1,0 +1,136 @@
+"""kv_quant: the float and the quantized cache on one prompt -- bytes, divergence, attention
+error and the rotation figure agree with the engine run independently here."""
+import json
+
+import numpy as np
+import pytest
+
+from engine import QuantKVCache
+from lessons import registry
+from lessons.base import LessonInputError
+from lessons.kv_quant import BITS, DEFAULT_PROMPT, RESIDUAL, SCHEMES, STEPS
+
+from lesson_checks import HOSTILE_TEXTS, check_both_languages, check_describe, check_output
+
+
+def test_defaults_both_languages(course):
+    check_describe("kv_quant")
+    outs = check_both_languages("kv_quant")
+    assert len(outs["en"]["tables"][0]["rows"]) == STEPS
+
+
+@pytest.mark.parametrize("scheme", list(SCHEMES))
+@pytest.mark.parametrize("bits", ["8", "2"])
+def test_every_scheme_runs_in_both_languages(scheme, bits, course):
+    check_both_languages("kv_quant", {"scheme": scheme, "bits": bits})
+
+
+@pytest.mark.parametrize("bits", [2, 3, 4, 8])
+def test_per_token_bytes_are_codes_plus_two_float16_per_head_and_token(bits, course):
+    model, tok = course
+    c = model.config
+    out = registry.run("kv_quant", {"scheme": "per_token", "bits": str(bits)}, "en")
+    n = len(tok.encode(DEFAULT_PROMPT)) + STEPS - 1  # the last token is never fed back
+    rows = out["figures"][0]["table"]["rows"]
+    per_head_token = c.head_dim * bits // 8 + 2 * 2  # packed codes + float16 scale and zero point
+    assert [r[2] for r in rows] == [2 * c.n_layers * c.n_kv_heads * c.head_dim * 4 * n,  # float32 cache
+                                    2 * c.n_layers * c.n_kv_heads * n * c.head_dim * bits // 8,
+                                    2 * c.n_layers * c.n_kv_heads * n * 4, 0]
+    assert f"{8 * 2 * c.n_layers * c.n_kv_heads * n * per_head_token / (2 * c.n_layers * c.n_kv_heads * c.head_dim * n):.2f} bits" in out["notes"][0]
+
+
+def test_next_token_columns_are_the_two_caches_distributions(course):
+    model, tok = course
+    ids = tok.encode(DEFAULT_PROMPT)
+    out = registry.run("kv_quant", {"scheme": "kivi", "bits": "2"}, "en")
+    rows = out["figures"][2]["table"]["rows"]
+    for cache_col, cache in ((1, model.new_cache()), (2, QuantKVCache(model.config, "kivi", 2, residual=RESIDUAL))):
+        logits = model.forward(ids, cache=cache)[-1].astype(np.float64)
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        top = set(np.argsort(-p)[:5].tolist())
+        shown = {round(r[cache_col], 3) for r in rows}
+        assert {round(float(f"{p[i]:.4g}"), 3) for i in top} <= shown
+
+
+@pytest.mark.parametrize("prompt,scheme,bits", [(DEFAULT_PROMPT, "per_token", "3"), (DEFAULT_PROMPT, "per_token", "2"),
+                                                ("小貓坐在", "per_token", "2"), (DEFAULT_PROMPT, "per_token", "8")])
+def test_continuations_and_the_first_divergence(prompt, scheme, bits, course):
+    model, tok = course
+    out = registry.run("kv_quant", {"prompt": prompt, "scheme": scheme, "bits": bits}, "en")
+    rows = out["tables"][0]["rows"]
+    ids = tok.encode(prompt)
+    want = {}
+    for name, cache in (("float", model.new_cache()), ("quant", QuantKVCache(model.config, scheme, int(bits), residual=RESIDUAL))):
+        x, toks = model.forward(ids, cache=cache, last_only=True), []
+        for _ in range(STEPS):
+            toks.append(int(np.argmax(x[-1])))
+            x = model.forward(toks[-1:], cache=cache, last_only=True)
+        want[name] = toks
+    from lessons.figures import show_piece
+    assert [r[1] for r in rows] == [show_piece(p) for p in tok.pieces(want["float"])]
+    assert [r[2] for r in rows] == [show_piece(p) for p in tok.pieces(want["quant"])]
+    split = next((i for i, (a, b) in enumerate(zip(want["float"], want["quant"])) if a != b), None)
+    marks = [r[3] for r in rows]
+    if split is None:
+        assert set(marks) == {"same"} and any("same 16 tokens" in n for n in out["notes"])
+    else:
+        assert marks[:split] == ["same"] * split and marks[split] == "◀ first divergence"
+        assert set(marks[split + 1:]) <= {"after the divergence"}
+        assert any(f"part at step {split + 1}" in n for n in out["notes"])
+
+
+def test_attention_error_falls_with_more_bits(course):
+    kl = {}
+    for bits in ("2", "4", "8", "16"):
+        rows = registry.run("kv_quant", {"bits": bits}, "en")["figures"][1]["table"]["rows"]
+        assert all(r[1] >= 0 and r[2] >= 0 for r in rows)
+        kl[bits] = sum(r[2] for r in rows)
+    assert kl["2"] > kl["4"] > kl["8"] > kl["16"]
+
+
+def test_rotation_figure_keeps_the_keys_energy(course):
+    rows = registry.run("kv_quant", None, "en")["figures"][3]["table"]["rows"]
+    model, _ = course
+    assert [r[0] for r in rows] == list(range(model.config.head_dim))
+    before, after = (np.array([r[i] for r in rows]) for i in (1, 2))
+    assert np.sum(before**2) == pytest.approx(np.sum(after**2), rel=1e-3)  # a rotation keeps lengths
+    assert not np.allclose(before, after, rtol=0.05)
+
+
+@pytest.mark.parametrize("values", [{"bits": "0"}, {"bits": "17"}, {"bits": 0}, {"bits": 17}, {"bits": "5"},
+                                    {"scheme": "<img src=x onerror=alert(1)>"}, {"prompt": ""}, {"prompt": "   "},
+                                    {"prompt": "a" * 5000}])
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_bad_input_is_a_clear_message_in_the_readers_language(values, lang):
+    reply = json.loads(registry.run_json("kv_quant", json.dumps(values), lang))
+    assert not reply["ok"] and "detail" not in reply["error"]
+    msg = reply["error"]["message"]
+    assert msg and "<img" not in msg
+    if lang == "zh-TW":
+        assert any("\u4e00" <= ch <= "\u9fff" for ch in msg)
+    with pytest.raises(LessonInputError):
+        registry.run("kv_quant", values, lang)
+
+
+@pytest.mark.parametrize("prompt", [t for t in HOSTILE_TEXTS if t.strip() and len(t) < 300])
+def test_odd_prompts_give_plain_data(prompt, course):
+    out = check_output(registry.run("kv_quant", {"prompt": prompt, "bits": "4"}, "zh-TW"))
+    assert len(out["tables"][0]["rows"]) == STEPS
+
+
+@pytest.mark.parametrize("bits", [2, 3, 4, 8])
+def test_effective_bits_table(bits, course):
+    model, _ = course
+    rows = registry.run("kv_quant", {"bits": str(bits)}, "en")["tables"][1]["rows"]
+    assert [r[0] for r in rows] == [16, 64, model.config.max_seq_len]
+    per_token, kivi, rotated = ([r[i] for r in rows] for i in (1, 2, 3))
+    one_scale = bits + 2 * 16 / model.config.head_dim  # float16 scale + zero point per head and token
+    assert per_token == rotated == [pytest.approx(one_scale, rel=1e-3)] * 3
+    assert kivi[0] > kivi[1] > kivi[2] > bits  # the full-precision tokens weigh less in longer texts
+
+
+def test_bits_options_are_the_engines():
+    from engine.quant_cache import BITS as ENGINE_BITS
+
+    assert sorted(int(b) for b in BITS) == sorted(ENGINE_BITS)
