@@ -1,6 +1,7 @@
 """KV Classroom's mini-Transformer: a Llama-style decoder in pure NumPy (CuPy optional).
 
     from engine import Config, Transformer, KVCache, SamplingParams, Generator, Step
+    from engine import BlockPool, PagedCache, PoolFullError   # the paged cache (many sequences)
     from engine import Tokenizer, load_course_model      # loaded on first use
 
 See ARCHITECTURE.md ("Engine API") for the whole surface.
@@ -9,10 +10,11 @@ from engine.cache import KVCache
 from engine.config import Config
 from engine.generate import Generator, Step
 from engine.model import Trace, Transformer
+from engine.paged_cache import BlockPool, PagedCache, PoolFullError
 from engine.sampling import SamplingParams
 
-__all__ = ["Config", "Transformer", "Trace", "KVCache", "SamplingParams", "Generator", "Step",
-           "Tokenizer", "load_course_model"]
+__all__ = ["Config", "Transformer", "Trace", "KVCache", "BlockPool", "PagedCache", "PoolFullError",
+           "SamplingParams", "Generator", "Step", "Tokenizer", "load_course_model"]
 
 _LAZY = {
     # from the course-model part of the engine; imported only when asked for
