@@ -108,6 +108,7 @@ class BlockPool:
         self.refs = np.zeros(self.n_blocks, dtype=np.int64)  # [N] holders per block (host)
         self._free = list(range(self.n_blocks - 1, -1, -1))  # a stack: block 0 is lent first
         self._holders: dict[int, PagedCache] = {}  # sequences holding blocks, by id()
+        self.copies = 0  # blocks copied by copy-on-write so far
 
     # ------------------------------------------------------------------ sizes
 
@@ -165,6 +166,7 @@ class BlockPool:
         """Block src -> block dst in every layer (copy-on-write)."""
         for a in self.k + self.v:
             a[:, dst] = a[:, src]
+        self.copies += 1
 
     def _full_error(self, seq: "PagedCache", n_new: int, needed: int) -> PoolFullError:
         return PoolFullError(

@@ -23,6 +23,7 @@ LESSONS = {
     "data_movement": "data_movement",
     "roofline": "roofline",
     "layers": "layers",
+    "paging": "paging",
     "bench_browser": "bench_browser",
     "bench_results": "bench_page",
 }
