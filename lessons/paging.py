@@ -47,7 +47,7 @@ CONTROLS = (
 SCHEME_NAMES = {
     "contiguous": {"en": "(a) contiguous, max length reserved", "zh-TW": "(a) 連續配置，預留最大長度"},
     "paged": {"en": "(b) paging", "zh-TW": "(b) 分頁"},
-    "shared": {"en": "(c) paging + prefix sharing", "zh-TW": "(c) 分頁 + 前綴共享"},
+    "shared": {"en": "(c) paging + prefix sharing", "zh-TW": "(c) 分頁 + 字首共享"},
 }
 SCHEME_COLORS = {"contiguous": COLORS["vermillion"], "paged": COLORS["blue"], "shared": COLORS["green"]}
 REQUEST_COLORS = [COLORS[k] for k in ("blue", "orange", "green", "vermillion", "sky", "purple", "yellow")] + ["#999933"]
@@ -130,7 +130,7 @@ def simulate(values: dict) -> tuple[list[Request], dict]:
 
 def _block_labels(n: int, lang: str) -> list[str]:
     return [_r(i) for i in range(n)] + [t({"en": "shared", "zh-TW": "共享"}, lang),
-                                        t({"en": "cached prefix", "zh-TW": "快取的前綴"}, lang)]
+                                        t({"en": "cached prefix", "zh-TW": "快取的字首"}, lang)]
 
 
 def _discrete_scale(colors: list[str]) -> list:
