@@ -91,6 +91,7 @@ class GpuMemory:
     # (the H200 of this project's GPU run reported 150,109,880,320 bytes, 139.8 GiB)
     gib: int
     source: str
+    short: str  # a label that fits under a bar on a phone
 
     @property
     def bytes(self) -> int:
@@ -99,7 +100,7 @@ class GpuMemory:
 
 GPUS: dict[str, GpuMemory] = {g.key: g for g in (
     GpuMemory("h100_80", "NVIDIA H100 SXM (80 GB)", 80,
-              "NVIDIA H100 Tensor Core GPU datasheet: 80GB HBM3 (SXM5)"),
+              "NVIDIA H100 Tensor Core GPU datasheet: 80GB HBM3 (SXM5)", "H100 (80 GB)"),
     GpuMemory("h200_141", "NVIDIA H200 SXM (141 GB)", 141,
-              "NVIDIA H200 Tensor Core GPU datasheet: 141GB HBM3e"),
+              "NVIDIA H200 Tensor Core GPU datasheet: 141GB HBM3e", "H200 (141 GB)"),
 )}

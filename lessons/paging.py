@@ -33,13 +33,13 @@ CONTROLS = (
     slider("requests", {"en": "Number of requests", "zh-TW": "請求數"}, 4, 1, 8, 1,
            help={"en": "All arrive at once; the server admits them first come, first served.",
                  "zh-TW": "同時抵達；伺服器依先來先服務的順序讓它們進場。"}),
-    slider("prompt", {"en": "Prompt length (tokens)", "zh-TW": "提示詞長度（詞元數）"}, 14, 2, 64, 1),
-    slider("answer", {"en": "Longest answer (tokens)", "zh-TW": "最長回答（詞元數）"}, 8, 1, 32, 1,
+    slider("prompt", {"en": "Prompt length (tokens)", "zh-TW": "提示詞長度（詞元數）"}, 12, 2, 64, 1),
+    slider("answer", {"en": "Longest answer (tokens)", "zh-TW": "最長回答（詞元數）"}, 6, 1, 32, 1,
            help={"en": "Each answer stops somewhere between a quarter of this and this (drawn, seeded); "
                        "a contiguous server must reserve room for the longest.",
                  "zh-TW": "每個回答在這個長度的四分之一到全長之間停止（固定種子抽出）；連續配置的伺服器必須替最長的情況預留空間。"}),
     slider("block", {"en": "Block size (tokens)", "zh-TW": "區塊大小（詞元數）"}, 4, 1, 16, 1),
-    slider("pool", {"en": "Cache memory (token slots)", "zh-TW": "快取記憶體（可存幾個詞元）"}, 48, 8, 512, 8,
+    slider("pool", {"en": "Cache memory (token slots)", "zh-TW": "快取記憶體（可存幾個詞元）"}, 40, 8, 512, 8,
            help={"en": "The memory all three servers get, counted in tokens it can hold (every layer, K and V).",
                  "zh-TW": "三種伺服器拿到一樣多的記憶體，以能存放的詞元數計算（包含每一層的 K 與 V）。"}),
 )
@@ -48,6 +48,11 @@ SCHEME_NAMES = {
     "contiguous": {"en": "(a) contiguous, max length reserved", "zh-TW": "(a) 連續配置，預留最大長度"},
     "paged": {"en": "(b) paging", "zh-TW": "(b) 分頁"},
     "shared": {"en": "(c) paging + prefix sharing", "zh-TW": "(c) 分頁 + 字首共享"},
+}
+SHORT_NAMES = {  # bar labels that fit a phone
+    "contiguous": {"en": "(a) contiguous", "zh-TW": "(a) 連續配置"},
+    "paged": {"en": "(b) paging", "zh-TW": "(b) 分頁"},
+    "shared": {"en": "(c) paging + sharing", "zh-TW": "(c) 分頁 + 共享"},
 }
 SCHEME_COLORS = {"contiguous": COLORS["vermillion"], "paged": COLORS["blue"], "shared": COLORS["green"]}
 REQUEST_COLORS = [COLORS[k] for k in ("blue", "orange", "green", "vermillion", "sky", "purple", "yellow")] + ["#999933"]
@@ -66,6 +71,11 @@ FP16 = 2
 
 def _r(i: int) -> str:
     return f"R{i + 1}"
+
+
+def _of(whole: str, part: str, lang: str) -> str:
+    """'scheme: column' with the colon of the reader's language."""
+    return f"{whole}：{part}" if lang == "zh-TW" else f"{whole}: {part}"
 
 
 def _slot() -> int:
@@ -142,16 +152,19 @@ def _discrete_scale(colors: list[str]) -> list:
 
 
 def _figure_block_map(run, scheme: str, n_req: int, lang: str) -> dict:
-    labels = _block_labels(n_req, lang)
-    code = {SHARED: n_req, PREFIX: n_req + 1}
-    z = [[None if b is None else code.get(b, b) for b in s.blocks] for s in run.steps]
+    names = _block_labels(n_req, lang)
+    colors = REQUEST_COLORS[:n_req] + [SHARED_COLOR, PREFIX_COLOR]
+    kinds = [k for k in range(n_req)] + [k for k in (SHARED, PREFIX) if any(k in s.blocks for s in run.steps)]
+    code = {k: i for i, k in enumerate(kinds)}  # category -> colour band (only kinds this run has)
+    labels = [names[k if k >= 0 else n_req - 1 - k] for k in kinds]
+    band_colors = [colors[k if k >= 0 else n_req - 1 - k] for k in kinds]
+    z = [[None if b is None else code[b] for b in s.blocks] for s in run.steps]
     text = [["—" if c is None else labels[c] for c in row] for row in z]
     steps = list(range(1, len(run.steps) + 1))
-    colors = REQUEST_COLORS[:n_req] + [SHARED_COLOR, PREFIX_COLOR]
     blk, stp = t({"en": "block", "zh-TW": "區塊"}, lang), t({"en": "step", "zh-TW": "步驟"}, lang)
     data = [{"type": "heatmap", "z": z, "x": list(range(len(run.steps[0].blocks))), "y": steps, "text": text,
-             "zmin": -0.5, "zmax": len(colors) - 0.5, "colorscale": _discrete_scale(colors), "xgap": 1, "ygap": 1,
-             "colorbar": {"tickvals": list(range(len(colors))), "ticktext": labels, "thickness": 12, "outlinewidth": 0},
+             "zmin": -0.5, "zmax": len(kinds) - 0.5, "colorscale": _discrete_scale(band_colors), "xgap": 1, "ygap": 1,
+             "colorbar": {"tickvals": list(range(len(kinds))), "ticktext": labels, "thickness": 12, "outlinewidth": 0},
              "hovertemplate": f"{stp} %{{y}}, {blk} %{{x}}: %{{text}}<extra></extra>"}]
     title = t({"en": f"Block map, {SCHEME_NAMES[scheme]['en']}: who holds each block",
                "zh-TW": f"區塊圖，{SCHEME_NAMES[scheme]['zh-TW']}：每個區塊在誰手上"}, lang)
@@ -174,7 +187,7 @@ def _figure_memory(runs: dict, lang: str) -> dict:
         color = SCHEME_COLORS[name]
         data.append({"type": "scatter", "mode": "lines", "name": label, "x": x, "line": {"color": color, "shape": "hv"},
                      "y": floats(s.reserved / kib for s in run.steps)})
-        data.append({"type": "scatter", "mode": "lines", "name": f"{label}: {held}", "x": x, "showlegend": name == "shared",
+        data.append({"type": "scatter", "mode": "lines", "name": _of(label, held, lang), "x": x, "showlegend": False,
                      "line": {"color": color, "dash": "dot", "shape": "hv"}, "y": floats(s.used / kib for s in run.steps)})
     longest = max(len(r.steps) for r in runs.values())
     data.append({"type": "scatter", "mode": "lines", "name": t({"en": "the memory", "zh-TW": "記憶體總量"}, lang),
@@ -184,7 +197,7 @@ def _figure_memory(runs: dict, lang: str) -> dict:
                "zh-TW": "每一步預留的記憶體（實線）與真正存有內容的部分（虛線）"}, lang)
     lay = layout(title, t({"en": "server step", "zh-TW": "伺服器步驟"}, lang), "KiB", yaxis={"rangemode": "tozero"})
     cols = [t({"en": "step", "zh-TW": "步驟"}, lang)] + [
-        f"{t(SCHEME_NAMES[n], lang)}: {w}" for n in runs
+        _of(t(SCHEME_NAMES[n], lang), w, lang) for n in runs
         for w in (t({"en": "reserved (B)", "zh-TW": "預留（B）"}, lang), t({"en": "holds entries (B)", "zh-TW": "存有內容（B）"}, lang))]
     rows = [[i + 1] + [v for r in runs.values() for v in ((r.steps[i].reserved, r.steps[i].used)
                                                         if i < len(r.steps) else ("—", "—"))] for i in range(longest)]
@@ -205,7 +218,7 @@ def per_token(run, slot: int) -> tuple[float, float] | None:
 
 
 def _figure_waste(runs: dict, slot: int, lang: str) -> dict:
-    names = [t(SCHEME_NAMES[n], lang) for n in runs]
+    names = [t(SHORT_NAMES[n], lang) for n in runs]
     ratios = [per_token(r, slot) or (0.0, 0.0) for r in runs.values()]
     held, empty = t({"en": "holds an entry", "zh-TW": "存有內容"}, lang), t({"en": "reserved, empty", "zh-TW": "預留但空著"}, lang)
     data = [{"type": "bar", "name": held, "x": names, "y": floats(u for _r, u in ratios), "marker": {"color": COLORS["green"]},
@@ -226,7 +239,7 @@ def _figure_waste(runs: dict, slot: int, lang: str) -> dict:
 
 
 def _figure_fit(runs: dict, lang: str) -> dict:
-    names = [t(SCHEME_NAMES[n], lang) for n in runs]
+    names = [t(SHORT_NAMES[n], lang) for n in runs]
     steps = [len(r.steps) for r in runs.values()]
     done = t({"en": "all done in", "zh-TW": "完成於第"}, lang)
     data = [{"type": "bar", "x": names, "y": [r.max_running for r in runs.values()], "showlegend": False,
@@ -268,7 +281,7 @@ def real_shape(requests: list[Request], block_size: int = REAL_BLOCK) -> dict:
 
 def _figure_real(real: dict, lang: str) -> dict:
     gpus = list(serving.GPUS.values())
-    data = [{"type": "bar", "name": t(SCHEME_NAMES[n], lang), "x": [g.name for g in gpus],
+    data = [{"type": "bar", "name": t(SCHEME_NAMES[n], lang), "x": [g.short for g in gpus],
              "y": [real["fits"][g.key][n] for g in gpus], "marker": {"color": SCHEME_COLORS[n]},
              "text": [fmt_int(real["fits"][g.key][n]) for g in gpus], "textposition": "outside", "cliponaxis": False}
             for n in SCHEME_NAMES]
@@ -278,8 +291,8 @@ def _figure_real(real: dict, lang: str) -> dict:
                  yaxis={"rangemode": "tozero"})
     cols = [t({"en": "GPU", "zh-TW": "GPU"}, lang), t({"en": "memory", "zh-TW": "記憶體"}, lang),
             t({"en": "left for the cache", "zh-TW": "留給快取"}, lang)] + [
-        f"{t(SCHEME_NAMES[n], lang)}: {t({'en': 'per request', 'zh-TW': '每個請求'}, lang)}" for n in SCHEME_NAMES] + [
-        f"{t(SCHEME_NAMES[n], lang)}: {t({'en': 'fit', 'zh-TW': '放得下'}, lang)}" for n in SCHEME_NAMES]
+        _of(t(SCHEME_NAMES[n], lang), t({"en": "per request", "zh-TW": "每個請求"}, lang), lang) for n in SCHEME_NAMES] + [
+        _of(t(SCHEME_NAMES[n], lang), t({"en": "fit", "zh-TW": "放得下"}, lang), lang) for n in SCHEME_NAMES]
     rows = [[g.name, fmt_bytes(g.bytes), fmt_bytes(max(g.bytes - real["weights"], 0))]
             + [fmt_bytes(real["per"][n] * real["slot"]) for n in SCHEME_NAMES]
             + [real["fits"][g.key][n] for n in SCHEME_NAMES] for g in gpus]
@@ -299,13 +312,13 @@ def _table_requests(requests: list[Request], runs: dict, lang: str) -> dict:
         return f"{run.admitted[i]}–{run.finished[i]}"
 
     cols = [t({"en": "request", "zh-TW": "請求"}, lang), t({"en": "prompt (shared)", "zh-TW": "提示詞（共享）"}, lang),
-            t({"en": "answer", "zh-TW": "回答"}, lang)] + [
-        f"{t(SCHEME_NAMES[n], lang)}: {t({'en': 'steps', 'zh-TW': '步驟'}, lang)}" for n in runs] + [
-        t({"en": "answer text (course model, run c)", "zh-TW": "回答文字（課程模型，(c) 那一輪）"}, lang)]
+            t({"en": "answer tokens", "zh-TW": "回答詞元數"}, lang)] + [
+        _of(t(SHORT_NAMES[n], lang), t({"en": "steps", "zh-TW": "步驟"}, lang), lang) for n in runs] + [
+        t({"en": "answer (course model, run c)", "zh-TW": "回答（課程模型，(c) 那一輪）"}, lang)]
     rows = [[_r(r.index), f"{len(r.prompt)} ({r.shared})", r.answer] + [span(run, r.index) for run in runs.values()]
-            + [tok.decode(shown.answers[r.index])[:60]] for r in requests]
-    return table(t({"en": "The requests: prompt and answer tokens, and the steps each server ran them",
-                    "zh-TW": "各個請求：提示詞與回答的詞元數，以及三種伺服器在哪些步驟執行它"}, lang), cols, rows)
+            + [tok.decode(shown.answers[r.index])[:24]] for r in requests]
+    return table(t({"en": "The requests, and the steps each server ran them", "zh-TW": "各個請求，以及三種伺服器在哪幾步執行它"}, lang),
+                 cols, rows)
 
 
 def _table_block_tables(run, lang: str) -> dict | None:
