@@ -23,9 +23,9 @@ MIXES = {
     "distinct": {"en": "Unrelated prompts (nothing to share)", "zh-TW": "互不相關的提示詞（沒有可共享的）"},
 }
 
-# Small defaults on purpose: both paged runs decode every token with the course model (about
-# 50 forward passes here), which keeps a warm update near 25 ms in CPython and in budget in
-# Pyodide; with them contiguous reservations fit 2 requests, paging 3, sharing all 4.
+# Small defaults on purpose: the course model computes every token of the sharing run (17
+# forward passes here, the other paged run replays its entries), which keeps a warm update in
+# the browser's budget; with them contiguous reservations fit 2 requests, paging 3, sharing 4.
 CONTROLS = (
     select("mix", {"en": "Requests", "zh-TW": "請求組合"}, "system", list(MIXES.items()),
            help={"en": "What the prompts have in common decides what the server can share.",
@@ -129,8 +129,11 @@ def simulate(values: dict) -> tuple[list[Request], dict]:
     requests = build_requests(tok, values)
     n_blocks = _check_pool(values, requests)
     B = values["block"]
-    paged = run_paged(model, requests, n_blocks, B, share=False)
-    shared = run_paged(model, requests, n_blocks, B, share=True) if requests[0].shared else paged
+    if requests[0].shared:  # the model runs in the sharing server; the plain one replays its entries
+        shared = run_paged(model, requests, n_blocks, B, share=True)
+        paged = run_paged(model, requests, n_blocks, B, share=False, replay=shared)
+    else:
+        paged = shared = run_paged(model, requests, n_blocks, B, share=False)
     contiguous = run_contiguous(model.config, requests, paged.memory)
     return requests, {"contiguous": contiguous, "paged": paged, "shared": shared}
 
@@ -365,23 +368,25 @@ def _note_summary(requests, runs, lang):
 
 def _note_sharing(requests, runs, lang):
     b, c = runs["paged"], runs["shared"]
-    n_tok = sum(len(a) for a in b.answers.values())
-    model = t({"en": (f" The course model wrote all {n_tok} answer tokens of each paged run; a preempted request gave "
-                      f"its blocks back, waited, and recomputed its cache."),
-               "zh-TW": (f"每一輪分頁伺服器的 {n_tok} 個回答詞元都由課程模型實際寫出；被搶佔的請求交回區塊、重新排隊，"
-                         f"之後再重算自己的快取。")}, lang)
+    model = b if c is b or not c.forwards else c  # the run in which the model ran (lessons/serving_sim.py)
+    where = "(c)" if model is c and c is not b else "(b)"
+    ran = t({"en": (f" The course model ran {model.forwards} forward passes in {where}, writing all "
+                    f"{sum(len(a) for a in model.answers.values())} answer tokens; a preempted request gave its blocks "
+                    f"back, waited, and had its cache rebuilt."),
+             "zh-TW": (f"課程模型在 {where} 實際跑了 {model.forwards} 次前向計算，寫出全部 "
+                       f"{sum(len(a) for a in model.answers.values())} 個回答詞元；被搶佔的請求交回區塊、重新排隊，"
+                       f"之後再重建自己的快取。")}, lang)
     if c is b:
         return t({"en": f"These prompts have nothing in common, so (c) is (b). Preemptions: {b.preemptions}.",
-                  "zh-TW": f"這些提示詞沒有共同的開頭，所以 (c) 就是 (b)。搶佔次數：{b.preemptions}。"}, lang) + model
-    same = sum(b.answers[i] == c.answers[i] for i in b.answers)
+                  "zh-TW": f"這些提示詞沒有共同的開頭，所以 (c) 就是 (b)。搶佔次數：{b.preemptions}。"}, lang) + ran
     return t({"en": (f"In (c) the first {requests[0].shared} prompt tokens were prefilled once and every request forked "
                      f"them; copy-on-write copied {c.copies} block(s) (a request's first write into the shared, partly "
-                     f"filled last block). Preemptions: {b.preemptions} in (b), {c.preemptions} in (c). {same} of "
-                     f"{len(requests)} answers came out identical in (b) and (c)."),
+                     f"filled last block). Preemptions: {b.preemptions} in (b), {c.preemptions} in (c). (b) stored the "
+                     f"same keys and values through its own pool, without running the model a second time."),
               "zh-TW": (f"在 (c) 裡，提示詞的前 {requests[0].shared} 個詞元只預填一次，每個請求都從它分岔（fork）出去；"
                         f"寫入時複製一共複製了 {c.copies} 個區塊（請求第一次寫進共享、還沒填滿的最後一個區塊時）。"
-                        f"搶佔次數：(b) {b.preemptions} 次，(c) {c.preemptions} 次。{len(requests)} 個回答中有 {same} 個"
-                        f"在 (b) 和 (c) 完全相同。")}, lang) + model
+                        f"搶佔次數：(b) {b.preemptions} 次，(c) {c.preemptions} 次。(b) 透過自己的區塊池存進同樣的 key 和 "
+                        f"value，不必讓模型再跑一次。")}, lang) + ran
 
 
 def _note_batch(runs, lang):

@@ -10,8 +10,13 @@ request leaves when its answer has its length; its memory goes back at once.
     shared      the same pool; the common prefix is prefilled once into a cached sequence
                 that every request forks (shared blocks, copy-on-write of the last one)
 
-The paged runs are real: the course model prefills and decodes every request through the
-pool, so each block the map shows is one the engine lent. When a running request needs a
+The paged runs are real: each block the map shows is one the engine's pool lent, holding
+keys and values the course model computed. The model runs once per token: in the run that
+shares (it prefills and decodes every request through its pool), or in the plain paged run
+when there is nothing to share. The other run *replays* those keys and values: it stores the
+same entries, position by position, through its own pool (``store`` of the cache contract),
+so its blocks, copies and preemptions are its own while the model's work is not done twice
+(which would not fit the demo's time budget in the browser). When a running request needs a
 block and none is free, the latest admitted request is preempted (its blocks go back, it
 waits again and later recomputes its cache from its prompt and the tokens it already has),
 as vLLM does (Kwon et al., SOSP 2023, section 4.5). The contiguous run reserves real engine
@@ -65,6 +70,8 @@ class Run:
     finished: dict = field(default_factory=dict)  # request -> step it left
     preemptions: int = 0
     copies: int = 0  # copy-on-write block copies
+    forwards: int = 0  # model forward passes (0 for a replay)
+    kv: dict = field(default_factory=dict)  # finished request -> per layer (K, V) [KV, n, hd]
 
     @property
     def max_running(self) -> int:
@@ -111,8 +118,9 @@ def run_contiguous(config, requests: list[Request], memory: int) -> Run:
 class _PagedServer:
     """The engine's BlockPool and the course model, scheduled one server step at a time."""
 
-    def __init__(self, model, requests: list[Request], n_blocks: int, block_size: int, share: bool):
-        self.model, self.requests = model, requests
+    def __init__(self, model, requests: list[Request], n_blocks: int, block_size: int, share: bool,
+                 replay: Run | None = None):
+        self.model, self.requests, self.replay = model, requests, replay
         self.pool = BlockPool(model.config, n_blocks=n_blocks, block_size=block_size)
         self.run = Run("shared" if share else "paged", n_blocks * self.pool.bytes_per_block)
         self.seqs: dict[int, object] = {}  # running request -> PagedCache, in admission order
@@ -122,10 +130,27 @@ class _PagedServer:
         shared = requests[0].shared if share else 0
         if shared:  # cached once, as a provider caches a system prompt (vLLM section 4.4)
             self.prefix = self.pool.new_sequence()
-            self.prefix_logits = model.forward(list(requests[0].prompt[:shared]), cache=self.prefix, last_only=True)
+            self.prefix_logits = self._fill(requests[0].index, self.prefix, list(requests[0].prompt[:shared]))
+
+    def _fill(self, i: int, seq, ids: list[int]):
+        """Write request i's next len(ids) positions into seq: the model's forward pass (its
+        logits [1, V] back), or in a replay the stored entries through the cache contract."""
+        if self.replay is None:
+            self.run.forwards += 1
+            return self.model.forward(ids, cache=seq, last_only=True)
+        start, n = seq.length, len(ids)
+        seq.check_room(n)
+        for layer, (K, V) in enumerate(self.replay.kv[i]):
+            seq.store(layer, K[:, start : start + n], V[:, start : start + n])
+        seq.advance(n)
+        return None
 
     def _draw(self, i: int, logits) -> None:
-        self.out[i].append(sample(logits[-1], SAMPLING, self.rngs[i])[0])
+        """Request i's next token: sampled from the logits, or the replayed run's own."""
+        if self.replay is None:
+            self.out[i].append(sample(logits[-1], SAMPLING, self.rngs[i])[0])
+        else:
+            self.out[i].append(self.replay.answers[i][len(self.out[i])])
 
     def try_admit(self, i: int) -> bool:
         """Prefill request i (or recompute it after a preemption) if its blocks are free."""
@@ -136,7 +161,7 @@ class _PagedServer:
         if seq.blocks_needed(len(feed)) > self.pool.free_blocks:
             seq.release()
             return False
-        logits = self.model.forward(feed, cache=seq, last_only=True) if feed else self.prefix_logits
+        logits = self._fill(i, seq, feed) if feed else self.prefix_logits
         if not self.out[i]:
             self._draw(i, logits)
         self.seqs[i] = seq
@@ -155,7 +180,7 @@ class _PagedServer:
         return True
 
     def decode(self, i: int) -> None:
-        self._draw(i, self.model.forward(self.out[i][-1:], cache=self.seqs[i], last_only=True))
+        self._draw(i, self._fill(i, self.seqs[i], self.out[i][-1:]))
 
     def serve(self) -> Run:
         self.waiting, step = deque(r.index for r in self.requests), 0
@@ -174,7 +199,9 @@ class _PagedServer:
                     self.decode(i)
             self.run.steps.append(self.view())
             for i in [i for i in self.seqs if len(self.out[i]) >= self.requests[i].answer]:
-                self.seqs.pop(i).release()
+                seq = self.seqs.pop(i)
+                self.run.kv[i] = [(seq.keys(layer), seq.values(layer)) for layer in range(self.model.config.n_layers)]
+                seq.release()
                 self.run.finished[i] = step
         if self.prefix is not None:
             self.prefix.release()
@@ -198,6 +225,8 @@ class _PagedServer:
                         {i: tuple(s.block_table) for i, s in self.seqs.items()})
 
 
-def run_paged(model, requests: list[Request], n_blocks: int, block_size: int, share: bool) -> Run:
-    """Serve ``requests`` through a real BlockPool of n_blocks blocks (see the module doc)."""
-    return _PagedServer(model, requests, n_blocks, block_size, share).serve()
+def run_paged(model, requests: list[Request], n_blocks: int, block_size: int, share: bool,
+              replay: Run | None = None) -> Run:
+    """Serve ``requests`` through a real BlockPool of n_blocks blocks (see the module doc);
+    with ``replay`` (a finished run of the same requests) the model does not run again."""
+    return _PagedServer(model, requests, n_blocks, block_size, share, replay).serve()

@@ -62,6 +62,25 @@ def test_answers_are_the_models_own_whatever_the_pool(course, share, tight_block
     assert set(tight.finished) == {r.index for r in reqs}
 
 
+@pytest.mark.parametrize("n_blocks", [64, 10, 6])
+def test_a_replay_allocates_and_stores_what_a_model_run_does(course, n_blocks):
+    """The plain paged run can replay the sharing run's keys and values instead of running the
+    model again: its schedule, its blocks and the entries it stores are those of a model run."""
+    model, _tok = course
+    reqs = _requests()
+    shared = run_paged(model, reqs, 64, 4, share=True)
+    real = run_paged(model, reqs, n_blocks, 4, share=False)
+    replay = run_paged(model, reqs, n_blocks, 4, share=False, replay=shared)
+    assert replay.forwards == 0 and real.forwards > 0
+    assert replay.answers == real.answers and replay.preemptions == real.preemptions
+    for a, b in zip(real.steps, replay.steps, strict=True):
+        assert (a.reserved, a.used, a.lengths, a.blocks) == (b.reserved, b.used, b.lengths, b.blocks)
+    for i in real.kv:
+        for (k1, v1), (k2, v2) in zip(real.kv[i], replay.kv[i]):
+            np.testing.assert_allclose(k2, k1, rtol=0, atol=1e-5)
+            np.testing.assert_allclose(v2, v1, rtol=0, atol=1e-5)
+
+
 def test_a_shared_partial_prefix_block_is_copied_once_per_request(course):
     model, _tok = course
     reqs = _requests(prompt=10, shared=10)  # one prompt for all: parallel sampling; 10 % 4 = 2 entries to copy
