@@ -1,13 +1,16 @@
 """Plate 8: serving many readers. A simulated server (lessons/serving_sim.py) serves the
 reader's requests three ways in the same memory -- contiguous max-length reservations, the
-engine's paged cache, and the paged cache with a shared prefix -- running the course model
-for every token of both paged runs. The figures show which request holds each block, step by
+engine's paged cache, and the paged cache with a shared prefix -- with the course model
+computing every token once (the other paged run stores the same entries through its own
+pool). The figures show which request holds each block, step by
 step, how much of the memory held entries, and how many requests ran at once. Beside it, the
 same mix for Llama 3 8B on an 80 GB and a 141 GB GPU, from the formula (engine.serving).
 """
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from engine import costs, load_course_model, serving
 from engine.shapes import MODEL_SHAPES, config_from_shape
@@ -94,12 +97,10 @@ def _tokens(tok, text: str, n: int) -> tuple[int, ...]:
 
 def build_requests(tok, values: dict) -> list[Request]:
     """The reader's mix as Requests; answer lengths drawn from a fixed seed."""
-    import numpy as np
-
     n, P, A = values["requests"], values["prompt"], values["answer"]
     lengths = np.random.default_rng(ANSWER_SEED).integers(max(1, A // 4), A + 1, size=n)
     mix = values["mix"]
-    shared = {"system": max(1, 3 * P // 4) if P > 1 else 0, "parallel": P, "distinct": 0}[mix]
+    shared = {"system": max(1, 3 * P // 4), "parallel": P, "distinct": 0}[mix]  # P >= 2: one own token left
     prefix = _tokens(tok, SYSTEM_TEXT if mix == "system" else QUESTIONS[0], shared) if shared else ()
     out = []
     for i in range(n):
