@@ -2,6 +2,7 @@
 
     from engine import Config, Transformer, KVCache, SamplingParams, Generator, Step
     from engine import RollingKVCache, QuantKVCache      # sliding-window and quantized caches
+    from engine import BlockPool, PagedCache, PoolFullError   # the paged cache (many sequences)
     from engine import Tokenizer, load_course_model      # loaded on first use
 
 See ARCHITECTURE.md ("Engine API") for the whole surface.
@@ -10,12 +11,13 @@ from engine.cache import KVCache
 from engine.config import Config
 from engine.generate import Generator, Step
 from engine.model import Trace, Transformer
+from engine.paged_cache import BlockPool, PagedCache, PoolFullError
 from engine.quant_cache import QuantKVCache
 from engine.rolling_cache import RollingKVCache
 from engine.sampling import SamplingParams
 
-__all__ = ["Config", "Transformer", "Trace", "KVCache", "RollingKVCache", "QuantKVCache", "SamplingParams",
-           "Generator", "Step", "Tokenizer", "load_course_model"]
+__all__ = ["Config", "Transformer", "Trace", "KVCache", "RollingKVCache", "QuantKVCache", "BlockPool", "PagedCache",
+           "PoolFullError", "SamplingParams", "Generator", "Step", "Tokenizer", "load_course_model"]
 
 _LAZY = {
     # from the course-model part of the engine; imported only when asked for

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from engine import costs, load_course_model
+from engine import costs, load_course_model, serving
 from engine.shapes import MODEL_SHAPES, config_from_shape
 from lessons.base import LANGS
 from lessons.figures import fmt_bytes, fmt_int
@@ -111,6 +111,45 @@ def _shrink_facts() -> dict[str, str]:
     }
 
 
+# Plate 8: a server's memory. Block size of vLLM's default (Kwon et al., SOSP 2023, section 7.2);
+# contexts chosen for the plate's examples.
+SERVING_BLOCK = 16
+SERVING_CONTEXT = 2048  # the batching example: every sequence 2K tokens into its answer
+SERVING_BATCH = 32
+SERVING_AVERAGE = 1024  # the paging example: requests that really hold 1K tokens
+
+
+def _serving_facts() -> dict[str, str]:
+    """Llama 3 8B (fp16) on the GPUs of engine.serving, and the paged cache's block sizes."""
+    model, _tok = load_course_model()
+    s = MODEL_SHAPES["Llama 3 8B"]
+    cfg = config_from_shape(s)
+    slot = costs.kv_cache_bytes(s.n_layers, s.n_kv_heads, s.head_dim, 1, 1, FP16_BYTES)
+    weights = costs.param_count(cfg) * FP16_BYTES
+    one = serving.batch_decode_step_bytes(cfg, [SERVING_CONTEXT], FP16_BYTES)
+    batch = serving.batch_decode_step_bytes(cfg, [SERVING_CONTEXT] * SERVING_BATCH, FP16_BYTES)
+    out = {
+        "serving.course.block16_bytes": fmt_bytes(SERVING_BLOCK * model.new_cache(max_len=1).bytes_per_token),
+        "serving.llama3_8b.block16_bytes": fmt_bytes(SERVING_BLOCK * slot),
+        "serving.batch": fmt_int(SERVING_BATCH),
+        "serving.context": fmt_int(SERVING_CONTEXT),
+        "serving.average": fmt_int(SERVING_AVERAGE),
+        "serving.llama3_8b.step_b1": fmt_bytes(one),
+        "serving.llama3_8b.step_batch": fmt_bytes(batch),
+        "serving.llama3_8b.steps_alone": fmt_bytes(SERVING_BATCH * one),
+        "serving.llama3_8b.cache_batch": fmt_bytes(SERVING_BATCH * slot * (SERVING_CONTEXT + 1)),
+    }
+    full = serving.contiguous_slots(s.max_seq_len) * slot
+    paged = serving.paged_slots(SERVING_AVERAGE, SERVING_BLOCK) * slot
+    for g in serving.GPUS.values():
+        free = max(g.bytes - weights, 0)
+        out[f"serving.{g.key}.memory"] = fmt_bytes(g.bytes)
+        out[f"serving.{g.key}.llama3_8b_free"] = fmt_bytes(free)
+        out[f"serving.{g.key}.llama3_8b_full_window"] = fmt_int(serving.requests_that_fit(free, full))
+        out[f"serving.{g.key}.llama3_8b_paged_average"] = fmt_int(serving.requests_that_fit(free, paged))
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def _facts(lang: str) -> tuple[tuple[str, str], ...]:
     out = _course_facts()
@@ -118,6 +157,7 @@ def _facts(lang: str) -> tuple[tuple[str, str], ...]:
         out.update(_real_facts(prefix, name))
     out.update(_tokenizer_facts())
     out.update(_shrink_facts())
+    out.update(_serving_facts())
     # Every value is numbers and unit symbols (B, KiB, MiB, GiB), the same in both languages.
     return tuple(sorted(out.items()))
 

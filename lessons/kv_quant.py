@@ -103,7 +103,7 @@ def _figure_bytes(float_cache, qcache, lang):
     data += [{"type": "bar", "name": t(names[k], lang), "x": x, "y": floats([0, parts[k] / 1024]),
               "marker": {"color": colors[k]}} for k in ("codes", "scales", "tail")]
     title = t({"en": f"Bytes held for {qcache.length} positions", "zh-TW": f"存放 {qcache.length} 個位置用掉的位元組"}, lang)
-    lay = layout(title, "", t({"en": "KiB", "zh-TW": "KiB"}, lang), barmode="stack", yaxis={"rangemode": "tozero"})
+    lay = layout("", t({"en": "KiB", "zh-TW": "KiB"}, lang), barmode="stack", yaxis={"rangemode": "tozero"})
     cols = [t({"en": "cache", "zh-TW": "快取"}, lang), t({"en": "part", "zh-TW": "組成"}, lang),
             t({"en": "bytes", "zh-TW": "位元組"}, lang)]
     rows = [[x[0], fp, float_cache.bytes_used]] + [[x[1], t(names[k], lang), parts[k]] for k in ("codes", "scales", "tail")]
@@ -131,7 +131,7 @@ def _figure_layers(errors, lang):
             {"type": "bar", "name": d_name, "x": names, "y": floats(d for d, _ in errors),
              "marker": {"color": COLORS["vermillion"]}}]
     title = t({"en": "How far each layer's attention moved", "zh-TW": "每一層的注意力偏移了多少"}, lang)
-    lay = layout(title, "", t({"en": "size of the change (log)", "zh-TW": "變化的大小（對數）"}, lang),
+    lay = layout("", t({"en": "size of the change (log)", "zh-TW": "變化的大小（對數）"}, lang),
                  barmode="group", yaxis={"type": "log", "exponentformat": "power"})
     cols = [t({"en": "layer", "zh-TW": "層"}, lang), d_name, kl_name]
     rows = [[n, float(f"{d:.3g}"), float(f"{kl:.3g}")] for n, (d, kl) in zip(names, errors)]
@@ -148,7 +148,7 @@ def _figure_next(tok, first_f, first_q, lang):
              "marker": {"color": color}} for name, p, color in ((FLOAT, pf, COLORS["grey"]), (QUANT, pq, COLORS["blue"]))]
     title = t({"en": "Next token after the prompt: top 5 of each cache", "zh-TW": "提示詞之後的下一個詞元：兩種快取各自的前 5 名"}, lang)
     # a log axis: the first choice is often near 1, and the rest differ by orders of magnitude
-    lay = layout(title, t({"en": "probability (log)", "zh-TW": "機率（對數）"}, lang), "", barmode="group",
+    lay = layout(t({"en": "probability (log)", "zh-TW": "機率（對數）"}, lang), "", barmode="group",
                  yaxis={"autorange": "reversed", "type": "category"}, xaxis={"type": "log", "exponentformat": "power"})
     cols = [t({"en": "token", "zh-TW": "詞元"}, lang), t(FLOAT, lang), t(QUANT, lang)]
     rows = [[lbl, float(f"{pf[i]:.4g}"), float(f"{pq[i]:.4g}")] for lbl, i in zip(labels, ids)]
@@ -172,7 +172,7 @@ def _figure_rotation(view, lang):
                                    ({"en": "after the rotation", "zh-TW": "旋轉之後"}, after, COLORS["green"]))]
     title = t({"en": f"Key size per channel, layer {layer + 1}, before and after the rotation",
                "zh-TW": f"第 {layer + 1} 層每個通道的 key 大小：旋轉前後"}, lang)
-    lay = layout(title, t({"en": "channel (0 … head_dim − 1)", "zh-TW": "通道（0 … head_dim − 1）"}, lang),
+    lay = layout(t({"en": "channel (0 … head_dim − 1)", "zh-TW": "通道（0 … head_dim − 1）"}, lang),
                  t({"en": "root mean square", "zh-TW": "均方根"}, lang), barmode="group", yaxis={"rangemode": "tozero"})
     cols = [t({"en": "channel", "zh-TW": "通道"}, lang), t({"en": "as stored", "zh-TW": "原本的 key"}, lang),
             t({"en": "after the rotation", "zh-TW": "旋轉之後"}, lang)]

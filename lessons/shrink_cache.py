@@ -92,7 +92,7 @@ def _figure_heads(cfg, context: int, lang):
              "hovertemplate": "%{x}: %{text}<br>%{customdata}<extra></extra>"}]
     title = t({"en": f"{H} query heads, fewer and fewer KV heads: the cache at {fmt_int(context)} tokens",
                "zh-TW": f"{H} 個 query head、越來越少的 KV head：{fmt_int(context)} 個詞元時的快取"}, lang)
-    lay = layout(title, t({"en": "KV heads per layer (★ as published)",
+    lay = layout(t({"en": "KV heads per layer (★ as published)",
                            "zh-TW": "每層 KV head 數（★ 公開設定）"}, lang), unit,
                  showlegend=False, yaxis={"rangemode": "tozero"}, xaxis={"type": "category"})
     cols = [t({"en": "KV heads", "zh-TW": "KV head 數"}, lang), t({"en": "attention", "zh-TW": "注意力"}, lang),
@@ -118,7 +118,7 @@ def _figure_window(cfg, context: int, W: int, lang):
              "line": {"color": color, "dash": dash}} for i, (name, _, color, dash) in enumerate(lines)]
     title = t({"en": f"The cache as the text grows, with and without a window of {fmt_int(W)}",
                "zh-TW": f"文字變長時的快取：有無 {fmt_int(W)} 的滑動視窗"}, lang)
-    lay = layout(title, t({"en": "tokens seen", "zh-TW": "讀過的詞元數"}, lang), unit, yaxis={"rangemode": "tozero"},
+    lay = layout(t({"en": "tokens seen", "zh-TW": "讀過的詞元數"}, lang), unit, yaxis={"rangemode": "tozero"},
                  xaxis={"rangemode": "tozero"})
     cols = [t({"en": "tokens seen", "zh-TW": "讀過的詞元數"}, lang)] + [t(name, lang) for name, *_ in lines]
     rows = [[n] + [fmt_bytes(sizes[i][j]) for i in range(len(lines))] for j, n in enumerate(grid)]
@@ -138,7 +138,7 @@ def _figure_bits(cfg, context: int, lang):
              "hovertemplate": "%{x}: %{text}<extra></extra>"}]
     title = t({"en": f"The cache at {fmt_int(context)} tokens, stored with fewer bits per number",
                "zh-TW": f"{fmt_int(context)} 個詞元的快取，每個數字用更少位元存放"}, lang)
-    lay = layout(title, t({"en": "bits per number (★ the model's own)",
+    lay = layout(t({"en": "bits per number (★ the model's own)",
                            "zh-TW": "每個數字的位元數（★ 模型本身）"}, lang), unit,
                  showlegend=False, yaxis={"rangemode": "tozero"}, xaxis={"type": "category"})
     cols = [t({"en": "bits per number", "zh-TW": "每個數字的位元數"}, lang), t({"en": "per token", "zh-TW": "每個詞元"}, lang),

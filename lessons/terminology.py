@@ -188,6 +188,39 @@ TERMS: tuple[Term, ...] = (
     Term("bit", "bit", "位元", "位元（bit）",
          "Taiwan usage, as 位元組 for byte; 比特 is mainland.",
          avoid_zh=(r"比特",)),
+    # ------------------------------------------------------------------ serving many requests (plate 8)
+    Term("batching", "batching", "批次處理", "批次處理（batching）",
+         "The act of running many sequences in one step; 批次 (the batch row) stays the noun for the "
+         "group itself. 批量 and 批處理 are mainland forms.",
+         avoid_zh=(r"批量處理", r"成批處理")),
+    Term("paging", "paging", "分頁", "分頁（paging）",
+         "分頁 is the Taiwanese operating-systems term (分頁式記憶體管理); the paged KV cache is "
+         "分頁 KV 快取. 頁式 and 分頁式 are the older textbook forms and read as a second concept.",
+         avoid_en=(r"\bpaginat\w*",),
+         avoid_zh=(r"頁式快取", r"分頁式")),
+    Term("kv-block", "block", "區塊", "區塊（block）",
+         "區塊 is Taiwan usage for a fixed-size block of storage. Other pages use 區塊 for a "
+         "Transformer block too, so plate 8 says KV 區塊 where both could be meant; 記憶體塊 and "
+         "快取塊 are literal renderings nobody writes.",
+         avoid_zh=(r"記憶體塊", r"快取塊")),
+    Term("block-table", "block table", "區塊表", "區塊表（block table）",
+         "Follows 區塊; the operating system's page table is 分頁表, which plate 8 names only to "
+         "draw the analogy.",
+         avoid_zh=(r"(?<!區)塊表", r"區塊對照表", r"區塊映射表")),
+    Term("prefix-sharing", "prefix sharing", "字首共享", "字首共享（prefix sharing）",
+         "字首 is the Taiwan form for a prefix: OpenCC's s2twp turns 前綴 into 字首, and the site's "
+         "zh-TW check (tests/site/test_zh_tw.py) keeps to s2twp; Taiwanese CS texts use it too "
+         "(字首樹, a trie). 共享 matches 共享記憶體 (shared memory).",
+         avoid_zh=(r"前綴", r"字首共用", r"前置詞共享")),
+    Term("copy-on-write", "copy-on-write", "寫入時複製", "寫入時複製（copy-on-write）",
+         "The Taiwanese operating-systems translation; 拷貝 is mainland usage for 複製.",
+         avoid_en=(r"\bcopy on write\b",),
+         avoid_zh=(r"寫時複製", r"寫時拷貝", r"拷貝")),
+    Term("preemption", "preemption", "搶佔", "搶佔（preemption）",
+         "搶佔 as in 搶佔式多工, written with 佔 as the rest of the site writes 佔用; 搶占 is the "
+         "variant form and 先佔 an older textbook word for the same idea.",
+         avoid_en=(r"\bpre-emption\b",),
+         avoid_zh=(r"搶占", r"先佔")),
 )
 
 _BY_CONCEPT = {t.concept: t for t in TERMS}

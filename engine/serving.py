@@ -1,0 +1,106 @@
+"""What serving many sequences at once costs, from the config alone (built on engine.costs).
+
+Why batching pays: a decode step reads every weight once whatever the batch size, while each
+sequence reads only its own cache. Why paging pays: a contiguous cache reserves a request's
+longest possible length up front; a paged one holds whole blocks of what was written; with
+a shared prefix, those blocks are held once for all requests that start with it.
+
+    batch_decode_step_bytes(cfg, contexts)    one step for len(contexts) sequences
+    contiguous_slots(max_tokens)              what a max-length reservation holds
+    paged_slots(tokens, block_size, shared)   what one request holds in blocks of its own
+    requests_that_fit(memory, per_request, shared)
+
+A slot is one position in every layer, K and V (engine.costs.kv_cache_bytes of one token).
+GPU capacities are the vendors' published ones, with their sources, like engine.shapes.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine import costs
+from engine.checks import check_int
+from engine.config import Config
+from engine.paged_cache import blocks_for
+
+# --------------------------------------------------------------------------- batching
+
+
+def resident_weight_bytes(cfg: Config, dtype_bytes: int | None = None) -> int:
+    """Weights a decode step reads in full: all but the embedding table (only looked-up rows)."""
+    b = cfg.dtype_bytes if dtype_bytes is None else check_int("dtype_bytes", dtype_bytes, minimum=1)
+    return (costs.param_count(cfg) - cfg.vocab_size * cfg.d_model) * b
+
+
+def batch_decode_step_bytes(cfg: Config, contexts: Sequence[int], dtype_bytes: int | None = None) -> int:
+    """Bytes one decode step moves for a batch, sequence i having contexts[i] tokens before it.
+
+    The weights are read once for the whole batch; every sequence adds its own traffic as
+    engine.costs counts it for one sequence (its embedding row, its cache read and written).
+    """
+    if isinstance(contexts, (str, bytes)) or not isinstance(contexts, Sequence) or not contexts:
+        raise ValueError("contexts must be a non-empty list of token counts, one per sequence")
+    weights = resident_weight_bytes(cfg, dtype_bytes)
+    own = sum(costs.decode_step_bytes(cfg, ctx, True, dtype_bytes) - weights for ctx in contexts)
+    return weights + own
+
+
+# --------------------------------------------------------------------------- memory per request
+
+
+def contiguous_slots(max_tokens: int) -> int:
+    """A contiguous cache reserves every position a request might reach, before its first token."""
+    return check_int("max_tokens", max_tokens, minimum=0)
+
+
+def paged_slots(tokens: int, block_size: int, shared: int = 0) -> int:
+    """Slots in the blocks a request holds alone, its first ``shared`` tokens being a prefix
+    whose blocks it holds with others.
+
+    The prefix's full blocks are shared; a partly filled last prefix block is copied when the
+    request first writes into it (copy-on-write), so it counts as the request's own: the count
+    holds once the request has written a token past the prefix.
+    """
+    tokens = check_int("tokens", tokens, minimum=0)
+    block_size = check_int("block_size", block_size, minimum=1)
+    shared = check_int("shared", shared, minimum=0, maximum=tokens)
+    return (blocks_for(tokens, block_size) - shared // block_size) * block_size
+
+
+def prefix_slots(shared: int, block_size: int) -> int:
+    """Slots held once, for every request, by a cached prefix of ``shared`` tokens."""
+    return blocks_for(check_int("shared", shared, minimum=0), check_int("block_size", block_size, minimum=1)) * block_size
+
+
+def requests_that_fit(memory_bytes: int, per_request_bytes: int, shared_bytes: int = 0) -> int:
+    """Whole requests of per_request_bytes that fit next to shared_bytes held once (0 if none)."""
+    memory_bytes = check_int("memory_bytes", memory_bytes, minimum=0)
+    per_request_bytes = check_int("per_request_bytes", per_request_bytes, minimum=1)
+    shared_bytes = check_int("shared_bytes", shared_bytes, minimum=0)
+    return max(0, (memory_bytes - shared_bytes) // per_request_bytes)
+
+
+# --------------------------------------------------------------------------- GPUs
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    key: str
+    name: str
+    # the datasheet's "80GB" counted as 80 GiB: closer to what the driver reports than 80e9 bytes
+    # (the H200 of this project's GPU run reported 150,109,880,320 bytes, 139.8 GiB)
+    gib: int
+    source: str
+    short: str  # a label that fits under a bar on a phone
+
+    @property
+    def bytes(self) -> int:
+        return self.gib * 2**30
+
+
+GPUS: dict[str, GpuMemory] = {g.key: g for g in (
+    GpuMemory("h100_80", "NVIDIA H100 SXM (80 GB)", 80,
+              "NVIDIA H100 Tensor Core GPU datasheet: 80GB HBM3 (SXM5)", "H100 (80 GB)"),
+    GpuMemory("h200_141", "NVIDIA H200 SXM (141 GB)", 141,
+              "NVIDIA H200 Tensor Core GPU datasheet: 141GB HBM3e", "H200 (141 GB)"),
+)}
