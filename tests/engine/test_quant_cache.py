@@ -251,9 +251,14 @@ def test_rewind_only_to_what_the_codes_still_hold():
 
 
 def _default_prompts():
-    from lessons import attention, kv_cache, kv_quant, layers, next_token
+    """The prompts the model demos open on, in both languages (what the page promises about)."""
+    from lessons import registry
 
-    return sorted({m.DEFAULT_PROMPT for m in (attention, kv_cache, kv_quant, layers, next_token)})
+    found = set()
+    for name in ("attention", "kv_cache", "kv_quant", "layers", "next_token"):
+        for lang in ("en", "zh-TW"):
+            found |= {c["default"] for c in registry.describe(name, lang)["controls"] if c["name"] == "prompt"}
+    return sorted(found)
 
 
 def _greedy(model, cache, ids, steps=16):
