@@ -6,7 +6,8 @@ also fetches ``sitemap.xml`` next to every ``link[rel=alternate]`` it finds, whi
 per-page alternates of mkdocs-static-i18n is a 404 on every page load (and, when found,
 would make Material re-route clicks). We write ``rel=" alternate"``: the same token set in
 HTML (rel is a space-separated list), but not matched by Material's exact selector.
-Plain logic, unit-tested in tests/site/test_hreflang_links.py; the hook is ``alternates.py``.
+Plain logic, unit-tested in tests/site/test_alternates_hook.py; the hook is
+``alternates.py``.
 """
 from __future__ import annotations
 

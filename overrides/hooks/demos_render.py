@@ -6,9 +6,11 @@ The MkDocs hook (``demos.py``) stays thin and calls the functions here:
   block itself inside a longer ```` fence as an example);
 - :func:`parse_block` reads the block body (``lesson: NAME``) and rejects anything else;
 - :func:`build_demo` runs the lesson with its defaults, in the page's language, and checks
-  every figure with Plotly's own validators;
-- :func:`render_demo` fills ``templates/demo.html`` (autoescaped);
-- :func:`runtime_config` is the page-level JSON the browser runtime reads.
+  every figure with Plotly's own validators and against the trace types the served
+  plotly.js draws;
+- :func:`render_demo` fills ``templates/demo.html`` (autoescaped). Table cells are placed
+  as the lesson wrote them: the lessons format numbers, the template and the browser
+  runtime only place text.
 
 Nothing here knows about transformers: it only sees the lesson contract
 (``lessons/base.py``) through ``describe`` and ``run``.
@@ -16,7 +18,6 @@ Nothing here knows about transformers: it only sees the lesson contract
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,22 +27,16 @@ import jinja2
 import yaml
 from markupsafe import Markup
 
-from demo_strings import strings
+import demos_plotly
+from demos_config import CHIP_COLOURS
+from demos_strings import strings
 
 FENCE_INFO = "kv-demo"
 ALLOWED_KEYS = {"lesson"}
-DEFAULT_PYODIDE = {
-    "version": "314.0.7",
-    "index_url": "https://cdn.jsdelivr.net/pyodide/v314.0.7/full/",
-    "load_timeout_s": 240,  # a slow link needs minutes for runtime + NumPy; a hang is caught
-    "run_timeout_s": 30,
-}
+OUTPUT_PARTS = ("figures", "tokens", "tables", "notes", "actions")
 _TEMPLATES = Path(__file__).parent / "templates"
-# plotly.js's own translations of its chrome (mode-bar tooltips, date names), vendored from
-# the npm package of the plotly.js version the site serves (see the folder's README); paths
-# relative to the site root. English is plotly.js's built-in language.
-PLOTLY_LOCALES = {"zh-TW": "assets/vendor/plotly-locales/plotly-locale-zh-tw.js"}
 _OPEN_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^\s`]*)?.*$")
+_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class DemoBlockError(ValueError):
@@ -109,11 +104,15 @@ def parse_block(body: str, known_lessons) -> dict:
 
 
 def validate_figure(fig: dict, where: str) -> None:
-    """Check a figure dict with Plotly's own validators (raises DemoBlockError)."""
+    """Check a figure dict with Plotly's own validators, and that the served plotly.js
+    draws every trace in it (raises DemoBlockError)."""
     import plotly.graph_objects as go
 
     try:
         go.Figure(fig)
+        demos_plotly.check_traces(fig, where)
+    except demos_plotly.PlotlyBundleError as e:
+        raise DemoBlockError(str(e)) from None
     except (ValueError, TypeError) as e:
         raise DemoBlockError(f"{where}: invalid Plotly figure: {e}") from None
 
@@ -127,17 +126,17 @@ def script_json(obj: Any) -> Markup:
     return Markup(text)
 
 
-def format_cell(value: Any) -> str:
-    """How a table cell reads: integers as they are, floats to 6 significant digits."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        return f"{value:.6g}"
-    return str(value)
+def checked_output(lesson: str, output: Any) -> dict:
+    """The lesson's output with every part present, its figures valid (DemoBlockError)."""
+    if not isinstance(output, dict):
+        raise DemoBlockError(f"lesson {lesson!r} returned {type(output).__name__}, not a dict")
+    output = {part: list(output.get(part) or []) for part in OUTPUT_PARTS}
+    keys = [f.get("key") for f in output["figures"]]
+    if len(set(keys)) != len(keys) or not all(isinstance(k, str) and _KEY.fullmatch(k) for k in keys):
+        raise DemoBlockError(f"lesson {lesson!r}: figure keys must be unique [A-Za-z0-9_-] names, got {keys}")
+    for f in output["figures"]:
+        validate_figure(f["figure"], f"lesson {lesson!r}, figure {f['key']!r}")
+    return output
 
 
 def build_demo(
@@ -153,27 +152,9 @@ def build_demo(
     with CPython, and the very same code runs later in Pyodide.
     """
     info = describe(lesson, lang)
-    output = run(lesson, None, lang)
-    if not isinstance(output, dict):
-        raise DemoBlockError(f"lesson {lesson!r} returned {type(output).__name__}, not a dict")
-    output = {
-        "figures": list(output.get("figures") or []),
-        "tokens": list(output.get("tokens") or []),
-        "tables": list(output.get("tables") or []),
-        "notes": list(output.get("notes") or []),
-        "actions": list(output.get("actions") or []),
-    }
-    keys = [f.get("key") for f in output["figures"]]
-    if len(set(keys)) != len(keys) or not all(isinstance(k, str) and re.fullmatch(r"[A-Za-z0-9_-]+", k) for k in keys):
-        raise DemoBlockError(f"lesson {lesson!r}: figure keys must be unique [A-Za-z0-9_-] names, got {keys}")
-    for f in output["figures"]:
-        validate_figure(f["figure"], f"lesson {lesson!r}, figure {f['key']!r}")
+    output = checked_output(lesson, run(lesson, None, lang))
     dom_id = f"kv-demo-{index}"
-    controls = []
-    for c in info["controls"]:
-        c = dict(c)
-        c["dom_id"] = f"{dom_id}-{c['name']}"
-        controls.append(c)
+    controls = [dict(c, dom_id=f"{dom_id}-{c['name']}") for c in info["controls"]]
     actions = [dict(a, values_json=json.dumps(a.get("values", {}), ensure_ascii=False)) for a in output["actions"]]
     data = {
         "lesson": lesson,
@@ -196,14 +177,12 @@ def build_demo(
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
+    return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=False,
     )
-    env.filters["kv_cell"] = format_cell
-    return env
 
 
 _ENV = _environment()
@@ -211,38 +190,8 @@ _ENV = _environment()
 
 def render_demo(demo: dict) -> str:
     """The demo's HTML (one block, no blank lines, so Markdown never re-wraps it)."""
-    html = _ENV.get_template("demo.html").render(demo=demo, s=strings(demo["lang"]))
+    html = _ENV.get_template("demo.html").render(demo=demo, s=strings(demo["lang"]), chip_colours=CHIP_COLOURS)
     return "\n".join(line for line in html.split("\n") if line.strip())
-
-
-def runtime_config(extra: dict | None, lang: str, wheel_path: str | None, plotly_path: str) -> dict:
-    """What kv-demos.js needs on a page with demos. Paths are relative to the site root
-    (the runtime resolves them against the site base, never against the page URL)."""
-    pyo = dict(DEFAULT_PYODIDE)
-    user = (extra or {}).get("pyodide") or {}
-    if not isinstance(user, dict):
-        raise DemoBlockError("extra.pyodide in mkdocs.yml must be a mapping (version, index_url)")
-    pyo.update(user)
-    index_url = str(pyo["index_url"])
-    if not index_url.endswith("/"):
-        index_url += "/"
-    for key in ("load_timeout_s", "run_timeout_s"):
-        if not isinstance(pyo[key], (int, float)) or pyo[key] <= 0:
-            raise DemoBlockError(f"extra.pyodide.{key} must be a positive number of seconds")
-    return {
-        "lang": lang,
-        "strings": strings(lang),
-        "pyodide": {
-            "version": str(pyo["version"]),
-            "indexURL": index_url,
-            "loadTimeoutMs": int(pyo["load_timeout_s"] * 1000),
-            "runTimeoutMs": int(pyo["run_timeout_s"] * 1000),
-        },
-        "wheel": wheel_path,
-        "plotly": plotly_path,
-        "plotlyLocale": PLOTLY_LOCALES.get(lang),
-        "worker": "assets/javascripts/kv-worker.js",
-    }
 
 
 def render_runtime_config(config: dict) -> str:

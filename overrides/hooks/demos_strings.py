@@ -39,11 +39,14 @@ UI_STRINGS: dict[str, dict[str, str]] = {
         "error_load_timeout": "Loading Python took longer than {seconds} s.",
         "error_crash": "Python stopped unexpectedly and will restart on your next change.",
         "error_demo": "The demo could not use these values: {message}",
-        "value": "Value",
+        "error_internal": (
+            "The demo hit a bug (your values are fine). The figure above is unchanged; the "
+            "details for the course's authors are in the browser console."
+        ),
         "table_region": "Scrollable table",
     },
     "zh-TW": {
-        "demo_label": "互動示範",
+        "demo_label": "即時示範",
         "run_live": "即時執行",
         "running": "計算中…",
         "data_table": "資料表",
@@ -67,7 +70,10 @@ UI_STRINGS: dict[str, dict[str, str]] = {
         "error_load_timeout": "載入 Python 超過 {seconds} 秒。",
         "error_crash": "Python 意外停止，下次調整時會自動重新啟動。",
         "error_demo": "示範無法使用這些數值：{message}",
-        "value": "數值",
+        "error_internal": (
+            "示範程式出了錯，不是你輸入的數值有問題。上方圖表維持原狀；"
+            "給課程作者看的細節在瀏覽器的主控臺裡。"
+        ),
         "table_region": "可捲動的表格",
     },
 }

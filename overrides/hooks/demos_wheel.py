@@ -1,17 +1,16 @@
-"""Files the live demos need in the built site: the course wheel and plotly.js.
+"""The course wheel: engine + lessons + the course model's weights, for the live demos.
 
-The wheel (engine + lessons + the course model's weights) is what Pyodide installs with
-``pyodide.loadPackage(url)``. It is built with the project's own build backend from a
-private copy of the sources (so eight people building at once never share a ``build/``
-folder), and cached by a hash of those sources, so ``mkdocs serve`` reloads do not rebuild
+Pyodide installs it with ``pyodide.loadPackage(url)``. It is built with the project's own
+build backend from a private copy of the sources (so eight people building at once never
+share a ``build/`` folder), and cached by a hash of those sources, so ``mkdocs serve`` reloads do not rebuild
 it when nothing changed. The hash also names the folder it is served from, which busts
-browser caches when the engine changes.
-
-plotly.js comes from the installed ``plotly`` package, never from a CDN.
+browser caches when the engine changes: under ``mkdocs serve`` an edit to a lesson or the
+engine gives a new wheel at a new URL on the next rebuild.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -23,8 +22,18 @@ WHEEL_SOURCES = ("pyproject.toml", "README.md", "engine", "lessons")
 _SKIP_PARTS = {"__pycache__", ".pytest_cache"}
 
 
-class AssetError(RuntimeError):
-    """The wheel or plotly.js could not be produced (the build stops with this message)."""
+class WheelError(RuntimeError):
+    """The wheel could not be built (the build stops with this message)."""
+
+
+def project_root() -> Path:
+    """The checkout whose lessons this build runs: the folder that holds the ``lessons``
+    package Python imports (the current folder, or the project installed with pip -e)."""
+    spec = importlib.util.find_spec("lessons")
+    if spec is None or spec.origin is None:
+        raise WheelError("the 'lessons' package is not importable: run mkdocs from the "
+                         "repository root (python -m mkdocs), or pip install -e . first")
+    return Path(spec.origin).resolve().parents[1]
 
 
 def _source_files(root: Path) -> list[Path]:
@@ -75,7 +84,7 @@ def build_wheel(root: Path, cache_dir: Path) -> Path:
         wheels = sorted(dist.glob("*-py3-none-any.whl"))
         if proc.returncode != 0 or not wheels:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-            raise AssetError(f"building the course wheel failed (python -m build):\n{tail}")
+            raise WheelError(f"building the course wheel failed (python -m build):\n{tail}")
         out.mkdir(parents=True, exist_ok=True)
         final = out / wheels[0].name
         shutil.copy2(wheels[0], final)
@@ -93,41 +102,16 @@ def _prune(cache_dir: Path, keep: int) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def site_path(wheel: Path) -> str:
+    """Where ``wheel`` is served, relative to the site root (its hash folder busts caches)."""
+    return f"assets/wheels/{wheel.parent.name}/{wheel.name}"
+
+
 def install_wheel(wheel: Path, site_dir: Path) -> str:
-    """Copy the wheel into the site; returns its path relative to the site root."""
-    rel = Path("assets") / "wheels" / wheel.parent.name / wheel.name
+    """Copy the wheel into the site; returns :func:`site_path`."""
+    rel = site_path(wheel)
     dest = site_dir / rel
     if not dest.exists() or dest.stat().st_size != wheel.stat().st_size:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(wheel, dest)
-    return rel.as_posix()
-
-
-def plotly_js() -> tuple[Path, str]:
-    """The plotly.min.js shipped in the installed plotly package, and its version."""
-    try:
-        import plotly
-        from plotly.offline import get_plotlyjs_version
-    except ImportError as e:  # pragma: no cover - plotly is a docs dependency
-        raise AssetError(f"the 'plotly' package is needed to build pages with demos: {e}") from None
-    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    if not path.is_file():
-        raise AssetError(f"plotly.js not found in the plotly package at {path}")
-    return path, get_plotlyjs_version()
-
-
-def plotly_rel_path() -> str:
-    """Where plotly.js lives in the site, relative to the root (versioned: cache-safe)."""
-    _, version = plotly_js()
-    # No dotted two-letter segment in the name: the i18n plugin would take it for a language.
-    return f"assets/javascripts/plotly-{version.replace('.', '_')}-min.js"
-
-
-def install_plotly(site_dir: Path) -> str:
-    src, _ = plotly_js()
-    rel = plotly_rel_path()
-    dest = site_dir / rel
-    if not dest.exists() or dest.stat().st_size != src.stat().st_size:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, dest)
     return rel

@@ -1,18 +1,16 @@
-// kv-worker.js — Pyodide in a module Web Worker, shared by every demo on a page.
+// kv-worker.mjs — Pyodide in a module Web Worker, shared by every demo on a page.
 //
-// Protocol (one "message" listener on each side; only plain JSON data crosses):
-//   request  {id, type: "init" | "run", payload}
-//   reply    {id, ok: true, result} | {id, ok: false, error: {message, kind}}
-//   event    {type: "progress", stage: "runtime" | "numpy" | "engine"} | {type: "ready"}
-// "init" payload: {indexURL, wheelURL}; "run" payload: {lesson, values, lang}.
+// The message shapes and the error kinds are in kv-protocol.mjs (shared with the page).
 // Python is reached through one function, lessons.registry.run_json, which takes and
 // returns JSON strings and never raises, so no PyProxy ever leaves this file.
+import { ERROR_KINDS, EVENTS, KvError, REQUESTS, STAGES, errorReply, runErrorKind } from "./kv-protocol.mjs";
 
 let ready = null; // Promise of the run_json PyProxy once Pyodide + NumPy + the wheel are in
 let runJson = null; // lessons.registry.run_json (a PyProxy we own, kept for the worker's life)
 
 const post = (msg) => self.postMessage(msg);
-const progress = (stage) => post({ type: "progress", stage });
+const progress = (stage) => post({ type: EVENTS.PROGRESS, stage });
+const messageOf = (err) => (err && err.message ? err.message : String(err));
 
 // Pyodide fetches wheels with fetch(); seeing NumPy's request go out is how the page learns
 // that the runtime moved on to NumPy (loadPyodide loads it alongside the runtime boot).
@@ -22,54 +20,49 @@ self.fetch = (input, init) => {
   const url = typeof input === "string" ? input : input && input.url ? input.url : String(input);
   if (!numpySeen && /\/numpy-[^/]*\.whl(\?|$)/.test(url)) {
     numpySeen = true;
-    progress("numpy");
+    progress(STAGES.NUMPY);
   }
   return realFetch(input, init);
 };
 
-class WorkerError extends Error {
-  constructor(message, kind) {
-    super(message);
-    this.kind = kind;
-  }
-}
-
 async function start({ indexURL, wheelURL }) {
-  progress("runtime");
+  progress(STAGES.RUNTIME);
   let mod;
   try {
     mod = await import(indexURL + "pyodide.mjs");
   } catch (err) {
-    throw new WorkerError(`pyodide.mjs: ${err && err.message ? err.message : err}`, "load");
+    throw new KvError(`pyodide.mjs: ${messageOf(err)}`, ERROR_KINDS.LOAD);
   }
   let pyodide;
   try {
     pyodide = await mod.loadPyodide({ indexURL, packages: ["numpy"] });
-    if (!numpySeen) progress("numpy"); // NumPy came from a cache without a visible fetch
-    progress("engine");
+    if (!numpySeen) progress(STAGES.NUMPY); // NumPy came from a cache without a visible fetch
+    progress(STAGES.ENGINE);
     await pyodide.loadPackage(wheelURL, { messageCallback: () => {}, errorCallback: () => {} });
     // An owned PyProxy of the function (an attribute of a module proxy would be borrowed).
     runJson = pyodide.runPython("from lessons.registry import run_json\nrun_json");
   } catch (err) {
-    throw new WorkerError(err && err.message ? err.message : String(err), "load");
+    throw new KvError(messageOf(err), ERROR_KINDS.LOAD);
   }
-  post({ type: "ready" });
+  post({ type: EVENTS.READY });
   return { version: pyodide.version };
 }
 
 function run({ lesson, values, lang }) {
-  if (!runJson) throw new WorkerError("Python is not loaded yet", "internal");
+  if (!runJson) throw new KvError("Python is not loaded yet", ERROR_KINDS.INTERNAL);
   const t0 = performance.now();
   let text;
   try {
     text = runJson(String(lesson), JSON.stringify(values ?? {}), String(lang)); // a JS string
   } catch (err) {
     // run_json never raises, so this is the interpreter itself failing: the page restarts us.
-    throw new WorkerError(err && err.message ? err.message : String(err), "fatal");
+    throw new KvError("the Python interpreter failed", ERROR_KINDS.FATAL, messageOf(err));
   }
   const reply = JSON.parse(text);
   const ms = performance.now() - t0;
-  if (!reply.ok) throw new WorkerError(reply.error.message, "lesson");
+  if (!reply.ok) {
+    throw new KvError(reply.error.message, runErrorKind(reply.error), reply.error.detail);
+  }
   return { output: reply.result, ms };
 }
 
@@ -77,19 +70,19 @@ self.addEventListener("message", async (event) => {
   const { id, type, payload } = event.data ?? {};
   try {
     let result;
-    if (type === "init") {
+    if (type === REQUESTS.INIT) {
       if (ready === null) ready = start(payload);
       result = await ready;
-    } else if (type === "run") {
-      if (ready === null) throw new WorkerError("init first", "internal");
+    } else if (type === REQUESTS.RUN) {
+      if (ready === null) throw new KvError("run before init", ERROR_KINDS.INTERNAL);
       await ready;
       result = run(payload ?? {});
     } else {
-      throw new WorkerError(`unknown request type ${JSON.stringify(type)}`, "internal");
+      throw new KvError(`unknown request type ${JSON.stringify(type)}`, ERROR_KINDS.INTERNAL);
     }
     post({ id, ok: true, result });
   } catch (err) {
-    if (type === "init") ready = null; // a later "Run live" may try again
-    post({ id, ok: false, error: { message: err && err.message ? err.message : String(err), kind: err && err.kind ? err.kind : "internal" } });
+    if (type === REQUESTS.INIT) ready = null; // a later "Run live" may try again
+    post(errorReply(id, err));
   }
 });
