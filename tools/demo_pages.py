@@ -1,34 +1,20 @@
-"""Helpers shared by the demo browser tests and tools/bench_live.py.
+"""The built pages that hold demos, and the browser helpers the demo tests and tools share.
 
 They read what the build wrote (which pages hold which demos, the runtime config) rather
-than a hand-kept list, so new demos are covered as soon as a page embeds them.
+than a hand-kept list, so new demos are covered as soon as a page embeds them. Used by
+tests/browser and by ``python -m tools.bench_live`` / ``tools.page_weight``.
 """
 from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-HOOKS = ROOT / "overrides" / "hooks"
-if str(HOOKS) not in sys.path:
-    sys.path.insert(0, str(HOOKS))
-
-from demo_strings import UI_STRINGS  # noqa: E402
+from tools.site_server import content_type
 
 _DATA = re.compile(r'<script type="application/json" class="kv-demo__data">(.*?)</script>', re.S)
 _RUNTIME = re.compile(r'<script type="application/json" id="kv-demo-runtime">(.*?)</script>', re.S)
-
-CONTENT_TYPES = {
-    ".mjs": "text/javascript",
-    ".js": "text/javascript",
-    ".wasm": "application/wasm",
-    ".json": "application/json",
-    ".zip": "application/zip",
-    ".whl": "application/zip",
-}
 
 
 @dataclass(frozen=True)
@@ -58,10 +44,6 @@ def demo_pages(site: Path) -> list[DemoPage]:
             runtime=runtime,
         ))
     return pages
-
-
-def strings(lang: str) -> dict:
-    return UI_STRINGS[lang]
 
 
 def prefix_of(template: str) -> str:
@@ -98,7 +80,7 @@ def serve_pyodide(context, index_url: str, dist: Path) -> list[str]:
             status=200,
             body=f.read_bytes(),
             headers={
-                "content-type": CONTENT_TYPES.get(f.suffix, "application/octet-stream"),
+                "content-type": content_type(f),
                 "access-control-allow-origin": "*",
             },
         )
@@ -106,6 +88,16 @@ def serve_pyodide(context, index_url: str, dist: Path) -> list[str]:
     context.route(index_url + "**", fulfil)
     return served
 
+
+def diagram_count(html: str) -> int:
+    """Mermaid diagrams in a built page (``<pre class="mermaid">`` blocks before rendering)."""
+    return html.count('<pre class="mermaid">')
+
+
+# Resolves when `n` Mermaid diagrams are drawn. Material takes the `mermaid` class off each
+# `pre` as it starts (so "no pre.mermaid left" is true too early) and swaps in a
+# `div.mermaid` holding the SVG once Mermaid has rendered it.
+WAIT_DIAGRAMS = "(n) => document.querySelectorAll('div.mermaid').length >= n"
 
 WAIT_PLOTTED = """(n) => document.documentElement.dataset.kvDemosPlotted === "true"
     && document.querySelectorAll(".kv-demo .kv-plot.js-plotly-plot svg.main-svg").length >= n"""
