@@ -2,13 +2,10 @@
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "site"))
-from site_pages import url_path  # noqa: E402
+from site_pages import url_path
 
 pytestmark = pytest.mark.browser
 

@@ -1,5 +1,6 @@
-"""Absolute hreflang alternates (+ x-default) written by overrides/hooks/alternates.py."""
-from hreflang_links import rewrite
+"""Absolute hreflang alternates (+ x-default): overrides/hooks/alternates.py and its logic,
+alternates_hreflang.py."""
+from alternates_hreflang import rewrite
 
 HEAD = ('<head><link rel="canonical" href="https://x.io/s/zh-TW/a/">\n'
         '<link rel="alternate" href="./" hreflang="zh-TW">\n'

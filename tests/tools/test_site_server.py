@@ -1,41 +1,21 @@
-"""The ``site_server`` fixture's handler: the site under its path prefix, as GitHub Pages serves it."""
+"""tools/site_server.py: the site under its path prefix, as GitHub Pages serves it."""
 from __future__ import annotations
 
-import functools
-import http.server
-import threading
 import urllib.error
 import urllib.request
 
 import pytest
 
-from site_pages import ROOT
-
-
-def _root_conftest():
-    """tests/conftest.py as a module (the name `conftest` here is tests/site/conftest.py)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("kv_tests_conftest", ROOT / "tests" / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_root = _root_conftest()
-_PrefixedHandler, site_prefix = _root._PrefixedHandler, _root.site_prefix
+from tools.site_server import CONTENT_TYPES, content_type, serve
 
 
 @pytest.fixture
 def server(tmp_path):
     (tmp_path / "index.html").write_text("<h1>home</h1>", encoding="utf-8")
     (tmp_path / "worker.mjs").write_text("export {}", encoding="utf-8")
-    handler = functools.partial(type("H", (_PrefixedHandler,), {"prefix": "/kv/"}),
-                                directory=str(tmp_path))
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    (tmp_path / "kv.whl").write_bytes(b"PK\x03\x04")
+    with serve(tmp_path, "/kv/") as base:
+        yield base.removesuffix("/kv/")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -43,11 +23,15 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def test_serves_the_site_under_the_prefix(server):
+@pytest.mark.parametrize(("name", "expected"), [
+    ("worker.mjs", "text/javascript"),  # module workers refuse any other type
+    ("kv.whl", "application/octet-stream"),
+])
+def test_serves_the_site_under_the_prefix_with_its_types(server, name, expected):
+    with urllib.request.urlopen(f"{server}/kv/{name}") as r:
+        assert r.status == 200 and r.headers["Content-Type"] == expected
     with urllib.request.urlopen(server + "/kv/") as r:
-        assert r.status == 200 and b"home" in r.read()
-    with urllib.request.urlopen(server + "/kv/worker.mjs") as r:
-        assert r.headers["Content-Type"] == "text/javascript"  # module workers need it
+        assert b"home" in r.read()
 
 
 def test_root_redirects_and_outside_is_404(server):
@@ -60,5 +44,12 @@ def test_root_redirects_and_outside_is_404(server):
     assert outside.value.code == 404
 
 
-def test_prefix_comes_from_site_url():
-    assert site_prefix() == "/kv-classroom/"
+@pytest.mark.parametrize(("name", "expected"), [
+    ("pyodide.asm.wasm", "application/wasm"),
+    ("pyodide.MJS", "text/javascript"),
+    ("no-suffix", "application/octet-stream"),
+])
+def test_one_mime_map_for_every_server(name, expected):
+    assert content_type(name) == expected
+    assert set(CONTENT_TYPES) >= {".js", ".mjs", ".wasm", ".json", ".whl"}
+
