@@ -30,6 +30,13 @@ def test_page_is_within_its_budget(weights, name, lang):
     assert w.bytes <= w.budget, f"{w.path}: {w.bytes:,} bytes in {w.requests} requests > {w.budget:,}; {biggest}"
 
 
+def test_every_other_built_page_is_within_its_budget(weights):
+    """Pages the course list (site_pages.PAGES) does not name yet, e.g. a new plate."""
+    listed = {url_path(name, lang) for name, lang in PAIRS}
+    over = {w.path: w.bytes for path, w in weights.items() if path not in listed and w.bytes > w.budget}
+    assert over == {}
+
+
 def test_no_page_loads_anything_from_outside_the_site(weights):
     """No CDN: not Mermaid's (Material's fallback when no global `mermaid` exists), not
     plotly.js', not a font."""
