@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,14 +75,23 @@ class PrefixedHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """A browser that closes a connection early (a page closed mid-download, an aborted
+        route) is not an error worth a traceback; anything else still prints one."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 @contextlib.contextmanager
 def serve(site: Path, prefix: str | None = None) -> Iterator[str]:
     """Serve ``site`` in a background thread; yields its base URL (ending in the prefix)."""
     prefix = site_prefix() if prefix is None else prefix
     handler = functools.partial(type("Handler", (PrefixedHandler,), {"prefix": prefix}),
                                 directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, name="site-server", daemon=True)
     thread.start()
     try:

@@ -53,3 +53,19 @@ def test_one_mime_map_for_every_server(name, expected):
     assert content_type(name) == expected
     assert set(CONTENT_TYPES) >= {".js", ".mjs", ".wasm", ".json", ".whl"}
 
+
+
+def test_a_client_that_hangs_up_early_is_no_traceback(tmp_path, capfd):
+    """Browsers close connections mid-download (a closed page, an aborted route); the server
+    says nothing about it, where it used to print a BrokenPipeError traceback per request."""
+    import socket
+    import time
+
+    (tmp_path / "big.bin").write_bytes(bytes(32_000_000))
+    with serve(tmp_path, "/kv/") as base:
+        host, port = base.split("//")[1].split("/")[0].split(":")
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"GET /kv/big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.recv(1024)
+        time.sleep(0.5)  # the server's thread meets the closed socket
+    assert "Traceback" not in capfd.readouterr().err
