@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two commands from a fresh clone to a running site or a full test run (standard library only).
 
-    python3 dev.py serve   # .venv + .[docs], the course wheel, then `mkdocs serve --livereload`
+    python3 dev.py serve   # .venv + .[docs], then `mkdocs serve --livereload`
     python3 dev.py test    # .venv + .[test,reference], Chromium if missing, then pytest (all)
 
 Extra arguments go to the tool: `python3 dev.py serve -a 0.0.0.0:8000`,
@@ -18,11 +18,13 @@ import sys
 import venv
 from pathlib import Path
 
+from tools import chromium  # standard library only, like this file
+
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
-CHROMIUM = Path(os.environ.get("KV_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM = Path(chromium.path())
 # The reference tests compare with PyTorch; pinned so that pip picks the CPU build kept on
 # disk where there is one (2.13.0+cpu satisfies ==2.13.0) instead of downloading another.
 TORCH_PIN = "torch==2.13.0"
@@ -69,24 +71,14 @@ def site_env() -> dict:
     return dict(os.environ, NO_MKDOCS_2_WARNING="1")
 
 
-def build_wheel() -> None:
-    """Build the course wheel that the live demos install in Pyodide (cached by the site hook)."""
-    code = (
-        "import sys; from pathlib import Path; sys.path.insert(0, 'overrides/hooks')\n"
-        "import demo_assets\n"
-        "print(demo_assets.build_wheel(Path('.'), Path('.cache') / 'kv-wheel'))\n"
-    )
-    if (ROOT / "overrides" / "hooks" / "demo_assets.py").exists():
-        run(PYTHON, "-c", code)
-    else:
-        run(PYTHON, "-m", "build", "--wheel", "--no-isolation", "--outdir", "dist", ".")
-
-
 def serve(args: list[str]) -> int:
+    """`mkdocs serve --livereload` from the checkout (``python -m``: this folder's lessons and
+    engine). Each rebuild runs the lessons and the engine as they are on disk and builds the
+    course wheel afresh when they changed (the reload and demos hooks)."""
     ensure_venv("docs")
-    build_wheel()
     say("serving the site (by default at http://127.0.0.1:8000/kv-classroom/; Ctrl+C stops); "
-        "edits to docs/, lessons/, engine/ and overrides/ rebuild and reload the page")
+        "edits to docs/, lessons/, engine/ and overrides/ rebuild and reload the page "
+        "(edits to overrides/hooks/*.py need a restart)")
     return run(PYTHON, "-m", "mkdocs", "serve", "--livereload", *args, check=False, env=site_env())
 
 

@@ -1,7 +1,7 @@
 """Time every lesson's default run in CPython, as the build does (not a test: prints numbers).
 
-    .venv/bin/python tools/bench_lessons.py            # both languages, 5 timed runs each
-    .venv/bin/python tools/bench_lessons.py --repeat 20 next_token kv_cache
+    .venv/bin/python -m tools.bench_lessons            # both languages, 5 timed runs each
+    .venv/bin/python -m tools.bench_lessons --repeat 20 next_token kv_cache
 
 The first run of a lesson includes loading the course model (load_course_model's cache) and
 any per-lesson caches; the median of the later runs is what a reader waits for once warm.
@@ -21,11 +21,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lessons import registry  # noqa: E402
 

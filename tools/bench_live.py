@@ -1,11 +1,11 @@
 """Browser benchmark of the live demos (a benchmark that prints numbers, not a test).
 
-    KV_PYODIDE_DIST=/work/pyodide-dist .venv/bin/python tools/bench_live.py [--site DIR] [--changes 7]
+    KV_PYODIDE_DIST=/work/pyodide-dist .venv/bin/python -m tools.bench_live [--site DIR] [--changes 7]
 
 Measures, in headless Chromium with Pyodide answered from a local distribution
 (tools/pyodide_local.md):
 
-- first paint of each demo page with the demo runtime and with kv-demos.js blocked
+- first paint of each demo page with the demo runtime and with kv-demos.mjs blocked
   (first-contentful-paint, median of --paints loads): the demos must not delay it;
 - cold start: click "Run live" on a page's first demo -> first live result drawn
   (Pyodide runtime + NumPy + course wheel + the lesson's first run);
@@ -17,26 +17,19 @@ Without --site it builds the site (mkdocs build) into a temporary folder first.
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
+from tools import chromium
+from tools.demo_pages import WAIT_PLOTTED, demo_pages, serve_pyodide
+from tools.site_build import build_or_exit
+from tools.site_server import serve
 
-from demo_pages import WAIT_PLOTTED, demo_pages, serve_pyodide  # noqa: E402
-
-CHROMIUM = os.environ.get("KV_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 GOAL_MS = 200
 
 # Press "Run live" on demo i and resolve with the wall time (ms) until that run finished.
@@ -94,39 +87,73 @@ FCP = """() => new Promise((resolve) => {
 })"""
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                      ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm"}
-
-    def log_message(self, *args):
-        pass
-
-
-def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/"
-
-
-def build(site: Path) -> None:
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "--site-dir", str(site)],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
-    if proc.returncode:
-        sys.exit("mkdocs build failed:\n" + (proc.stdout + proc.stderr)[-3000:])
-
-
 def first_paint(browser, url: str, block_demos: bool, n: int) -> float:
     times = []
     for _ in range(n):
         ctx = browser.new_context()
         if block_demos:
-            ctx.route("**/kv-demos.js", lambda r: r.abort())
+            ctx.route("**/kv-demos.mjs", lambda r: r.abort())
         pg = ctx.new_page()
         pg.goto(url)
         times.append(pg.evaluate(FCP))
         ctx.close()
     return statistics.median(times)
+
+
+def warm_rows(pg, p, changes: int) -> list[dict]:
+    """Median warm latency of each demo of page ``p`` over ``changes`` control changes."""
+    rows = []
+    for i, lesson in enumerate(p.lessons):
+        e2e, compute, control = [], [], ""
+        for k in range(changes + 1):
+            control = pg.evaluate(FLIP, [i, k + 1]) or control
+            r = pg.evaluate(TIMED_RUN, i)
+            if not r["ok"]:
+                sys.exit(f"{p.path} {lesson}: {r['status']}")
+            if k:  # the first change of a demo pays its own warm-up (model load, caches)
+                e2e.append(r["ms"])
+                compute.append(r["compute"])
+        rows.append({"page": p.path or "/", "lesson": lesson, "control": control,
+                     "warm_ms": statistics.median(e2e), "python_ms": statistics.median(compute),
+                     "max_ms": max(e2e)})
+    return rows
+
+
+def measure(browser, base: str, pages, args) -> tuple[list, list, list]:
+    """(first paints, cold starts, warm rows) of every page, each in a fresh context."""
+    paints, colds, rows = [], [], []
+    for p in pages:
+        url = base + p.path
+        paints.append((p.path, first_paint(browser, url, False, args.paints),
+                       first_paint(browser, url, True, args.paints)))
+        ctx = browser.new_context()
+        serve_pyodide(ctx, p.runtime["pyodide"]["indexURL"], Path(args.dist))
+        pg = ctx.new_page()
+        pg.goto(url)
+        pg.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=60_000)
+        cold = pg.evaluate(TIMED_RUN, 0)
+        if not cold["ok"]:
+            sys.exit(f"{p.path}: the first live run failed: {cold['status']}")
+        colds.append((p.path, cold["ms"]))
+        rows += warm_rows(pg, p, args.changes)
+        ctx.close()
+    return paints, colds, rows
+
+
+def report(version: str, args, paints, colds, rows) -> None:
+    lock = json.loads((Path(args.dist) / "pyodide-lock.json").read_text())
+    print(f"\nChromium {version}, Pyodide {lock['info'].get('version')} (local copy), "
+          f"{platform.machine()} with {os.cpu_count()} CPUs, {args.changes} warm changes per demo\n")
+    print(f"{'page':32} {'FCP ms':>8} {'FCP ms, no demo JS':>19} {'cold start ms':>14}")
+    for (path, with_js, without), (_, cold) in zip(paints, colds):
+        print(f"{path or '/':32} {with_js:8.0f} {without:19.0f} {cold:14.0f}")
+    print(f"\n{'lesson':16} {'page':30} {'control':30} {'warm ms':>8} {'in Python':>10} {'max':>6}  goal ≤{GOAL_MS}")
+    for r in rows:
+        ok = "yes" if r["warm_ms"] <= GOAL_MS else "NO"
+        print(f"{r['lesson']:16} {r['page']:30} {r['control'][:30]:30} {r['warm_ms']:8.0f} {r['python_ms']:10.1f} {r['max_ms']:6.0f}  {ok}")
+    if args.json:
+        args.json.write_text(json.dumps({"chromium": version, "pyodide": lock["info"].get("version"),
+                                         "first_paint": paints, "cold_start": colds, "warm": rows}, indent=2))
 
 
 def main(argv=None) -> None:
@@ -142,64 +169,19 @@ def main(argv=None) -> None:
         sys.exit("set KV_PYODIDE_DIST (or --dist) to a local Pyodide distribution; see tools/pyodide_local.md")
     from playwright.sync_api import sync_playwright
 
-    tmp = None
-    if args.site is None:
-        tmp = tempfile.TemporaryDirectory(prefix="kv-bench-site-")
-        args.site = Path(tmp.name)
-        print("building the site…", flush=True)
-        build(args.site)
-    pages = [p for p in demo_pages(Path(args.site)) if p.lang == args.lang]
-    if not pages:
-        sys.exit(f"no {args.lang} page with a demo in {args.site}")
-    server, base = serve(Path(args.site))
-    rows, paints, colds = [], [], []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        for p in pages:
-            url = base + p.path
-            paints.append((p.path, first_paint(browser, url, False, args.paints), first_paint(browser, url, True, args.paints)))
-            ctx = browser.new_context()
-            serve_pyodide(ctx, p.runtime["pyodide"]["indexURL"], Path(args.dist))
-            pg = ctx.new_page()
-            pg.goto(url)
-            pg.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=60_000)
-            cold = pg.evaluate(TIMED_RUN, 0)
-            if not cold["ok"]:
-                sys.exit(f"{p.path}: the first live run failed: {cold['status']}")
-            colds.append((p.path, cold["ms"]))
-            for i, lesson in enumerate(p.lessons):
-                e2e, compute, control = [], [], ""
-                for k in range(args.changes + 1):
-                    control = pg.evaluate(FLIP, [i, k + 1]) or control
-                    r = pg.evaluate(TIMED_RUN, i)
-                    if not r["ok"]:
-                        sys.exit(f"{p.path} {lesson}: {r['status']}")
-                    if k:  # the first change of a demo pays its own warm-up (model load, caches)
-                        e2e.append(r["ms"])
-                        compute.append(r["compute"])
-                rows.append({"page": p.path or "/", "lesson": lesson, "control": control,
-                             "warm_ms": statistics.median(e2e), "python_ms": statistics.median(compute),
-                             "max_ms": max(e2e)})
-            ctx.close()
-        version = browser.version
-        browser.close()
-    server.shutdown()
-
-    lock = json.loads((Path(args.dist) / "pyodide-lock.json").read_text())
-    print(f"\nChromium {version}, Pyodide {lock['info'].get('version')} (local copy), "
-          f"{platform.machine()} with {os.cpu_count()} CPUs, {args.changes} warm changes per demo\n")
-    print(f"{'page':32} {'FCP ms':>8} {'FCP ms, no demo JS':>19} {'cold start ms':>14}")
-    for (path, with_js, without), (_, cold) in zip(paints, colds):
-        print(f"{path or '/':32} {with_js:8.0f} {without:19.0f} {cold:14.0f}")
-    print(f"\n{'lesson':16} {'page':30} {'control':30} {'warm ms':>8} {'in Python':>10} {'max':>6}  goal ≤{GOAL_MS}")
-    for r in rows:
-        ok = "yes" if r["warm_ms"] <= GOAL_MS else "NO"
-        print(f"{r['lesson']:16} {r['page']:30} {r['control'][:30]:30} {r['warm_ms']:8.0f} {r['python_ms']:10.1f} {r['max_ms']:6.0f}  {ok}")
-    if args.json:
-        args.json.write_text(json.dumps({"chromium": version, "pyodide": lock["info"].get("version"),
-                                         "first_paint": paints, "cold_start": colds, "warm": rows}, indent=2))
-    if tmp:
-        tmp.cleanup()
+    with tempfile.TemporaryDirectory(prefix="kv-bench-site-") as tmp:
+        site = Path(args.site) if args.site else Path(tmp)
+        if not args.site:
+            build_or_exit(site)
+        pages = [p for p in demo_pages(site) if p.lang == args.lang]
+        if not pages:
+            sys.exit(f"no {args.lang} page with a demo in {site}")
+        with serve(site) as base, sync_playwright() as pw:
+            browser = chromium.launch(pw)
+            paints, colds, rows = measure(browser, base, pages, args)
+            version = browser.version
+            browser.close()
+    report(version, args, paints, colds, rows)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """MkDocs hook: absolute hreflang alternates (+ x-default) in every page's <head>.
 
-Why and how: see ``hreflang_links.py`` beside this file.
+Why and how: see ``alternates_hreflang.py`` beside this file.
 """
 from __future__ import annotations
 
-from hreflang_links import rewrite
+from alternates_hreflang import rewrite
 
 DEFAULT_LANG = "en"
 

@@ -1,26 +1,22 @@
 """MkDocs hook: put engine-computed numbers into pages (``[[fact:KEY]]`` placeholders).
 
-The logic lives in ``fact_placeholders.py`` (unit-tested in tests/site/test_facts.py);
+The logic lives in ``facts_placeholders.py`` (unit-tested in tests/site/test_facts_hook.py);
 this hook only finds the page language and turns a :class:`FactError` into a build error.
+``lessons`` is the installed project (``pip install -e .``, as dev.py does) or the current
+folder (``python -m mkdocs`` from the repository root).
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from mkdocs.exceptions import PluginError
 
-# MkDocs puts this folder on sys.path only while it imports the hook: enough for this import.
-from fact_placeholders import FactError, fact_keys, load_facts, substitute
+# MkDocs puts this folder on sys.path while it imports the hook: enough for this import.
+from facts_placeholders import FactError, fact_keys, load_facts, substitute
 
-_ROOT = Path(__file__).resolve().parents[2]  # the repository root: `lessons` of this checkout
 _cache: dict[str, dict[str, str]] = {}
 
 
 def on_pre_build(config, **kwargs):
-    """Make `lessons` importable and forget the facts of a previous build (`mkdocs serve`)."""
-    if str(_ROOT) not in sys.path:
-        sys.path.insert(0, str(_ROOT))
+    """Forget the facts of a previous build (``mkdocs serve``: the engine may have changed)."""
     _cache.clear()
 
 

@@ -1,13 +1,13 @@
 """MkDocs hook: teach jieba the course's terms before Material's search indexes the pages.
 
-Why: see ``jieba_terms.py``. Without jieba installed Material skips segmentation, and so
+Why: see ``search_terms_jieba.py``. Without jieba installed Material skips segmentation, and so
 does this hook (tests/site/test_search.py makes sure jieba is there).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from jieba_terms import TERMS, glossary_terms, register
+from search_terms_jieba import TERMS, glossary_terms, register
 
 
 def on_config(config, **kwargs):

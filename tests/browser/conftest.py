@@ -1,4 +1,4 @@
-"""Browser fixtures: Playwright's sync API driving the system Chromium.
+"""Browser fixtures: Playwright's sync API driving the system Chromium (tools/chromium.py).
 
 ``browser`` (session) and ``page`` (one fresh context per test; console errors and uncaught
 page errors collect in ``page.console_errors``). Every test in tests/browser/ is marked
@@ -7,23 +7,13 @@ Chromium: /usr/bin/chromium, or the path in ``KV_CHROMIUM``.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from demo_pages import demo_pages
+from tools import chromium
+from tools.demo_pages import demo_pages
 
-CHROMIUM = os.environ.get("KV_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 DESKTOP = {"width": 1280, "height": 900}
 
 
@@ -41,14 +31,14 @@ def browser():
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.skip("Playwright is not installed: pip install -e '.[test]'")
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"Chromium not found at {CHROMIUM} (install it, or set KV_CHROMIUM)")
+    if not Path(chromium.path()).is_file():
+        pytest.skip(f"Chromium not found at {chromium.path()} (install it, or set KV_CHROMIUM)")
     with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = chromium.launch(pw)
         try:
-            yield chromium
+            yield browser
         finally:
-            chromium.close()
+            browser.close()
 
 
 @pytest.fixture
@@ -67,7 +57,7 @@ def page(browser):
 
 @pytest.fixture(scope="module")
 def pages(built_site):
-    """The built pages that embed demos (tests/browser/demo_pages.py), both languages."""
+    """The built pages that embed demos (tools/demo_pages.py), both languages."""
     found = demo_pages(built_site)
     if not found:
         pytest.skip("the built site has no demos yet (no page embeds a ```kv-demo block)")

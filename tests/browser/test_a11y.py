@@ -10,13 +10,11 @@ Two visits per page and language:
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "site"))
-from site_pages import PAGES, url_path  # noqa: E402
+from site_pages import PAGES, built, url_path
+from tools.demo_pages import WAIT_DIAGRAMS, diagram_count
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,12 +26,14 @@ LATIN_WORD = re.compile(r"[A-Za-z]{3,}")
 PHONE = {"width": 375, "height": 740}
 
 
-def _open(page, site_server, path):
+def _open(page, site_server, built_site, name, lang):
+    path = url_path(name, lang)
     response = page.goto(site_server + path, wait_until="load")
     assert response and response.ok, f"{path}: HTTP {response.status if response else '?'}"
-    # Material renders each `pre.mermaid` after load into a `div.mermaid` whose SVG sits in a
-    # closed shadow root: wait until no `pre.mermaid` is left (10 s at most).
-    page.wait_for_function("() => !document.querySelector('pre.mermaid')", timeout=10_000)
+    # Material renders each Mermaid diagram after load into a `div.mermaid` whose SVG sits in
+    # a closed shadow root: wait until all the page's diagrams are drawn (10 s at most).
+    diagrams = diagram_count(built(built_site, name, lang).read_text(encoding="utf-8"))
+    page.wait_for_function(WAIT_DIAGRAMS, arg=diagrams, timeout=10_000)
 
 
 @pytest.fixture(scope="module")
@@ -88,19 +88,19 @@ def _text_alternative_problems(page, lang) -> list[str]:
 
 
 @pytest.mark.parametrize(("name", "lang"), PAIRS, ids=IDS)
-def test_desktop_light_axe_and_text_alternatives(page, site_server, axe, name, lang):
-    _open(page, site_server, url_path(name, lang))
+def test_desktop_light_axe_and_text_alternatives(page, site_server, built_site, axe, name, lang):
+    _open(page, site_server, built_site, name, lang)
     problems = _axe_problems(axe, page) + _text_alternative_problems(page, lang)
     assert not problems, f"{lang}:{name}\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize(("name", "lang"), PAIRS, ids=IDS)
-def test_phone_dark_no_sideways_scroll_and_contrast(browser, site_server, axe, name, lang):
+def test_phone_dark_no_sideways_scroll_and_contrast(browser, site_server, built_site, axe, name, lang):
     context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True,
                                   has_touch=True, color_scheme="dark")
     try:
         pg = context.new_page()
-        _open(pg, site_server, url_path(name, lang))
+        _open(pg, site_server, built_site, name, lang)
         problems = []
         if pg.evaluate("document.body.getAttribute('data-md-color-scheme')") != "slate":
             problems.append("the dark (slate) palette did not follow the system setting")

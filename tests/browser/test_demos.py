@@ -4,9 +4,13 @@ prove that nothing about the first view depends on it.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
-from demo_pages import WAIT_PLOTTED, WAIT_RUN, block_pyodide, prefix_of, strings
+from demos_strings import strings
+from tools.demo_pages import WAIT_PLOTTED, WAIT_RUN, block_pyodide, prefix_of, serve_pyodide
 
 
 def _each_plotted_page(browser, site_server, pages, width, height):
@@ -239,11 +243,6 @@ def test_table_wrappers_are_focusable_named_regions(page, site_server, pages, la
 def test_table_wrappers_stay_regions_after_a_live_redraw(page, site_server, pages, lang):
     """A live run replaces the tables: the new wrappers keep tabindex, role and name.
     Needs KV_PYODIDE_DIST (a local Pyodide distribution, see tools/pyodide_local.md)."""
-    import os
-    from pathlib import Path
-
-    from demo_pages import serve_pyodide
-
     dist = os.environ.get("KV_PYODIDE_DIST")
     if not dist:
         pytest.skip("KV_PYODIDE_DIST not set: the live redraw needs a local Pyodide distribution")
@@ -268,21 +267,22 @@ def test_phone_width_has_no_horizontal_overflow(browser, site_server, pages):
         assert pg.evaluate("document.documentElement.scrollWidth") <= 375, p.path
 
 
+FONT = "() => document.querySelector('.kv-demo .kv-plot')._fullLayout.font.color"
+PAGE_FG = "() => getComputedStyle(document.body).getPropertyValue('--md-default-fg-color').trim()"
+
+
 def test_figures_follow_the_palette(page, site_server, pages):
+    """A palette toggle redraws the figures with the palette's own text colour."""
     p = _first(pages, "en")
     block_pyodide(page.context, p.runtime["pyodide"]["indexURL"])
     page.goto(site_server + p.path)
     page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
-    font = "() => document.querySelector('.kv-demo .kv-plot')._fullLayout.font.color"
-    page.evaluate("document.body.setAttribute('data-md-color-scheme', 'default')")
-    page.wait_for_timeout(200)
-    fg = "getComputedStyle(document.body).getPropertyValue('--md-default-fg-color').trim()"
-    light, expected_light = page.evaluate(font), page.evaluate(fg)
-    page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
-    page.wait_for_function(f"(c) => ({font})() !== c", arg=light, timeout=5_000)
-    dark, expected_dark = page.evaluate(font), page.evaluate(fg)
-    # the figure's font is the palette's own foreground colour, in each scheme
-    assert (light, dark) == (expected_light, expected_dark) and dark != light
+    colours = {}
+    for scheme in ("slate", "default"):
+        page.evaluate("(s) => document.body.setAttribute('data-md-color-scheme', s)", scheme)
+        page.wait_for_function(f"() => ({FONT})() === ({PAGE_FG})()", timeout=5_000)
+        colours[scheme] = page.evaluate(FONT)
+    assert colours["slate"] != colours["default"], colours
 
 
 def test_plotly_is_served_by_the_site_and_only_on_demo_pages(page, site_server, pages, built_site):
@@ -292,14 +292,30 @@ def test_plotly_is_served_by_the_site_and_only_on_demo_pages(page, site_server, 
     page.on("request", lambda r: requested.append(r.url))
     page.goto(site_server + p.path)
     page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
-    plotly = [u for u in requested if "plotly" in u]
+    plotly = [u for u in requested if "/vendor/plotly/" in u]
     assert plotly == [site_server + p.runtime["plotly"]]
-    # A page without demos loads neither plotly.js nor anything of Pyodide.
+    assert "/assets/vendor/plotly/plotly-cartesian.min.js" in plotly[0]
+    # A page without demos loads neither the demo runtime nor plotly.js nor Pyodide.
     plain = next(h for h in sorted(built_site.glob("*/index.html")) if "kv-demo__data" not in h.read_text(encoding="utf-8"))
     requested.clear()
     page.goto(site_server + plain.parent.name + "/")
-    page.wait_for_load_state("load")
-    assert not [u for u in requested if "plotly" in u or "pyodide" in u]
+    page.wait_for_load_state("networkidle")
+    assert requested and not [u for u in requested
+                              if "plotly" in u or "pyodide" in u or "/javascripts/kv-" in u]
+
+
+def test_the_served_plotly_registers_the_traces_the_build_allows(page, site_server, pages):
+    """The build reads the trace types of the vendored bundle from its text (demos_plotly);
+    plotly.js itself, running in the page, must name the same ones."""
+    import demos_plotly
+
+    p = _first(pages, "en")
+    block_pyodide(page.context, p.runtime["pyodide"]["indexURL"])
+    page.goto(site_server + p.path)
+    page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+    registered = page.evaluate("Object.keys(Plotly.PlotSchema.get().traces)")
+    assert set(registered) == demos_plotly.trace_types()
+    assert page.evaluate("Plotly.version") == demos_plotly.version()
 
 
 def test_a_browser_without_module_workers_is_told_so(page, site_server, pages):

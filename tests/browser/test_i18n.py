@@ -2,13 +2,10 @@
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "site"))
-from site_pages import url_path  # noqa: E402
+from site_pages import url_path
 
 pytestmark = pytest.mark.browser
 
@@ -45,5 +42,5 @@ def test_searching_kuaiqu_on_the_zh_tw_site_finds_the_kv_cache_plate(page, site_
 def test_home_page_loads_without_console_errors(page, site_server, lang):
     response = page.goto(site_server + url_path("index", lang), wait_until="load")
     assert response.ok
-    page.wait_for_timeout(500)  # let Material's late requests (search index) finish
+    page.wait_for_load_state("networkidle")  # Material's late requests (its search worker) included
     assert page.console_errors == []

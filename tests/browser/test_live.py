@@ -13,16 +13,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from demo_pages import WAIT_PLOTTED, WAIT_RUN, attempts, prefix_of, serve_pyodide, strings
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from demos_strings import strings
+from tools.demo_pages import WAIT_PLOTTED, WAIT_RUN, attempts, prefix_of, serve_pyodide
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -249,5 +245,97 @@ def test_a_runaway_computation_is_stopped_with_a_message(browser, site_server, p
         status = page.locator(".kv-demo__status").first
         assert status.text_content().startswith(prefix_of(strings("en")["error_timeout"])), status.text_content()
         assert page.locator(".kv-demo .kv-plot.js-plotly-plot svg.main-svg").count() >= p.figures
+    finally:
+        context.close()
+
+
+# The text of a demo's tables: {figure key or "tables[i]": rows of cell texts}.
+TABLE_TEXT = """(i) => {
+    const d = document.querySelectorAll(".kv-demo")[i], out = {};
+    const rows = (t) => [...t.querySelectorAll("tr")].map((r) => [...r.children].map((c) => c.textContent));
+    d.querySelectorAll("figure.kv-demo__figure").forEach((f) => {
+        const t = f.querySelector("table");
+        if (t) out[f.dataset.key] = rows(t);
+    });
+    d.querySelectorAll(".kv-demo__tables table").forEach((t, n) => { out[`tables[${n}]`] = rows(t); });
+    return out;
+}"""
+
+
+def _number_cells(lesson: str, lang: str) -> bool:
+    """Whether the lesson's default output still has a table cell that is not text."""
+    from lessons import registry
+
+    out = registry.run(lesson, None, lang)
+    tables = [f["table"] for f in out["figures"] if f.get("table")] + list(out.get("tables") or [])
+    return any(not isinstance(cell, str) for t in tables for row in t["rows"] for cell in row)
+
+
+def _unmeasured(lesson: str, tables: dict) -> dict:
+    """The tables whose values do not change from run to run (not wall-clock timings)."""
+    keys = MEASURED.get(lesson, set())
+    return {} if keys is None else {k: v for k, v in tables.items() if k not in keys}
+
+
+def test_table_text_is_the_same_before_and_after_a_live_run(browser, site_server, pages, dist):
+    """Python formats every table cell; the template and the runtime only place its text. So
+    a live run with the default values leaves the text of every table exactly as the build
+    wrote it (before: 1234567.5 read 1.23457e+06 pre-rendered and 1234570 after a run).
+    Tables of measured times differ from run to run and are left out."""
+    english = [p for p in pages if p.lang == "en"]
+    context = browser.new_context()
+    serve_pyodide(context, english[0].runtime["pyodide"]["indexURL"], dist)
+    changed, compared = [], 0
+    try:
+        page = context.new_page()
+        for p in english:
+            page.goto(site_server + p.path)
+            page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+            for i, lesson in enumerate(p.lessons):
+                before = _unmeasured(lesson, page.evaluate(TABLE_TEXT, i))
+                n = attempts(page, i)
+                page.locator(".kv-demo").nth(i).locator(".kv-demo__run").click()
+                _live_run(page, i, n)
+                status = page.locator(".kv-demo__status").nth(i)
+                assert "kv-demo__status--error" not in status.get_attribute("class"), (p.path, lesson)
+                after = _unmeasured(lesson, page.evaluate(TABLE_TEXT, i))
+                compared += len(before)
+                changed += [(lesson, key) for key in before if after.get(key) != before[key]]
+    finally:
+        context.close()
+    assert compared, "no table was compared"
+    pending = [(lesson, key) for lesson, key in changed if _number_cells(lesson, "en")]
+    if changed and changed == pending:
+        pytest.xfail(f"lessons still return numbers, not display strings, as table cells: {pending} "
+                     "(issue 12 item 1, lessons side; the runtime places text only)")
+    assert not changed, f"table text differs after a live run: {changed}"
+
+
+def test_an_internal_error_is_told_as_one_with_the_detail_in_the_console(browser, site_server, pages, dist):
+    """A bug in Python (here: a demo asking for a lesson the registry does not have, as a
+    stale page could) gets the "internal" message in the page's language, not "check your
+    connection"; the exception that lessons.registry.run_json reports reaches the console."""
+    p = next(q for q in pages if q.lang == "zh-TW")
+    context = browser.new_context()
+    serve_pyodide(context, p.runtime["pyodide"]["indexURL"], dist)
+
+    def rename(route):
+        html = route.fetch().text()
+        body = html.replace(f'"lesson":"{p.lessons[0]}"', '"lesson":"no_such_lesson"', 1)
+        route.fulfill(body=body, headers={"content-type": "text/html; charset=utf-8"})
+
+    context.route(site_server + p.path, rename)
+    console: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+        page.goto(site_server + p.path)
+        page.wait_for_function(WAIT_PLOTTED, arg=p.figures, timeout=30_000)
+        page.locator(".kv-demo__run").first.click()
+        _live_run(page, 0, 0)
+        status = page.locator(".kv-demo__status").first
+        assert status.text_content() == strings("zh-TW")["error_internal"]
+        assert status.get_attribute("data-kind") == "internal"
+        assert [c for c in console if "no_such_lesson" in c and "ValueError" in c], console
     finally:
         context.close()

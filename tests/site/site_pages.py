@@ -2,15 +2,11 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 HOOKS = ROOT / "overrides" / "hooks"
-# The hooks' logic modules (fact_placeholders, hreflang_links, jieba_terms) are plain modules.
-if str(HOOKS) not in sys.path:
-    sys.path.insert(0, str(HOOKS))
 
 # The course's pages, in nav order (ARCHITECTURE.md); each exists as X.md and X.zh-TW.md.
 PAGES = (

@@ -8,6 +8,7 @@ everywhere. The real lessons are checked on the real build at the end of this fi
 from __future__ import annotations
 
 import json
+import re
 import sys
 import types
 from html.parser import HTMLParser
@@ -15,16 +16,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-HOOKS = ROOT / "overrides" / "hooks"
-for p in (HOOKS, ROOT):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-import demo_assets  # noqa: E402
-import demo_render  # noqa: E402
-from demo_strings import UI_STRINGS  # noqa: E402
-from lessons import base, registry  # noqa: E402
+import demos_config
+import demos_plotly
+import demos_render
+from demos_strings import UI_STRINGS
+from lessons import base, registry
+from site_pages import HOOKS
 
 go = pytest.importorskip("plotly.graph_objects")
 
@@ -59,10 +56,10 @@ def _fixture_lesson() -> types.ModuleType:
                 "title": title,
                 "figure": {"data": [{"type": "bar", "x": letters, "y": counts}],
                            "layout": {"title": {"text": title}}},
-                "table": {"columns": ["letter", "count"], "rows": [[c, n] for c, n in zip(letters, counts)]},
+                "table": {"columns": ["letter", "count"], "rows": [[c, str(n)] for c, n in zip(letters, counts)]},
             }],
             "tokens": [{"text": ch, "id": i, "title": f"<i>{ch}</i>"} for i, ch in enumerate(letters)],
-            "tables": [{"title": "Totals <u>", "columns": ["n"], "rows": [[len(text)], [0.123456789]]}],
+            "tables": [{"title": "Totals <u>", "columns": ["n"], "rows": [[f"{len(text):,}"], ["1.23e+06 <b>"]]}],
             "notes": [f"Note: {text}"],
             "actions": [{"label": "More <b>", "values": {"n": 5}}],
         }
@@ -126,14 +123,14 @@ def test_finds_top_level_blocks_only():
         "x = 1",
         "```",
     ])
-    fences = demo_render.find_demo_fences(md)
+    fences = demos_render.find_demo_fences(md)
     assert [f.body for f in fences] == ["lesson: next_token", "lesson: attention"]
     assert (fences[0].start, fences[0].end) == (1, 3)
 
 
 def test_unclosed_block_is_an_error():
-    with pytest.raises(demo_render.DemoBlockError, match="never closed"):
-        demo_render.find_demo_fences("text\n```kv-demo\nlesson: tokens\n")
+    with pytest.raises(demos_render.DemoBlockError, match="never closed"):
+        demos_render.find_demo_fences("text\n```kv-demo\nlesson: tokens\n")
 
 
 @pytest.mark.parametrize(
@@ -148,18 +145,18 @@ def test_unclosed_block_is_an_error():
     ],
 )
 def test_bad_blocks_are_rejected(body, message):
-    with pytest.raises(demo_render.DemoBlockError, match=message):
-        demo_render.parse_block(body, registry.LESSONS)
+    with pytest.raises(demos_render.DemoBlockError, match=message):
+        demos_render.parse_block(body, registry.LESSONS)
 
 
 def test_good_block_parses():
-    assert demo_render.parse_block("lesson: next_token\n", registry.LESSONS) == {"lesson": "next_token"}
+    assert demos_render.parse_block("lesson: next_token\n", registry.LESSONS) == {"lesson": "next_token"}
 
 
 def test_replace_fences_keeps_the_rest_of_the_page():
     md = "before\n```kv-demo\nlesson: a\n```\nmiddle\n```kv-demo\nlesson: b\n```\nafter"
-    fences = demo_render.find_demo_fences(md)
-    out = demo_render.replace_fences(md, fences, ["PH1", "PH2"])
+    fences = demos_render.find_demo_fences(md)
+    out = demos_render.replace_fences(md, fences, ["PH1", "PH2"])
     assert out.split("\n") == ["before", "", "PH1", "", "middle", "", "PH2", "", "after"]
 
 
@@ -168,8 +165,8 @@ def test_replace_fences_keeps_the_rest_of_the_page():
 
 @pytest.mark.parametrize("lang", ["en", "zh-TW"])
 def test_demo_html_is_escaped_labelled_and_round_trips(fixture_lesson, lang):
-    demo = demo_render.build_demo(fixture_lesson, lang, 2, registry.describe, registry.run)
-    html = demo_render.render_demo(demo)
+    demo = demos_render.build_demo(fixture_lesson, lang, 2, registry.describe, registry.run)
+    html = demos_render.render_demo(demo)
     parsed = _parse(html)
     tags = [t for t, _ in parsed.tags]
 
@@ -228,49 +225,105 @@ def test_invalid_figure_fails_the_build(fixture_lesson, monkeypatch):
         return out
 
     monkeypatch.setattr(mod, "run", bad)
-    with pytest.raises(demo_render.DemoBlockError, match="invalid Plotly figure"):
-        demo_render.build_demo(fixture_lesson, "en", 1, registry.describe, registry.run)
+    with pytest.raises(demos_render.DemoBlockError, match="invalid Plotly figure"):
+        demos_render.build_demo(fixture_lesson, "en", 1, registry.describe, registry.run)
 
 
 def test_script_json_survives_hostile_text():
     obj = {"a": "</script><!-- & \u2028", "b": [1, 2.5]}
-    text = str(demo_render.script_json(obj))
+    text = str(demos_render.script_json(obj))
     assert not set("<>&") & set(text)
     assert json.loads(text) == obj
 
 
-@pytest.mark.parametrize("value, shown", [(3, "3"), (0.123456789, "0.123457"), (None, ""), (True, "true"), ("x<", "x<")])
-def test_format_cell(value, shown):
-    assert demo_render.format_cell(value) == shown
+class _Cells(HTMLParser):
+    """The text of every <td>, in order."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.cells: list[str] = []
+        self._in = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "td":
+            self._in = True
+            self.cells.append("")
+
+    def handle_endtag(self, tag):
+        self._in = self._in and tag != "td"
+
+    def handle_data(self, data):
+        if self._in:
+            self.cells[-1] += data
 
 
-def test_runtime_config_defaults_and_overrides():
-    cfg = demo_render.runtime_config({}, "zh-TW", "assets/wheels/h/w.whl", "assets/javascripts/p.js")
-    assert cfg["pyodide"]["version"] == "314.0.7"
-    assert cfg["pyodide"]["indexURL"] == "https://cdn.jsdelivr.net/pyodide/v314.0.7/full/"
+def test_table_cells_are_placed_as_the_lesson_wrote_them(fixture_lesson):
+    """No formatting in the template: each cell reads exactly as the lesson's text (the
+    browser runtime places the same text after a live run)."""
+    demo = demos_render.build_demo(fixture_lesson, "en", 1, registry.describe, registry.run)
+    parser = _Cells()
+    parser.feed(demos_render.render_demo(demo))
+    out = registry.run(fixture_lesson, None, "en")
+    tables = [f["table"] for f in out["figures"]] + out["tables"]
+    assert parser.cells == [cell for t in tables for row in t["rows"] for cell in row]
+    assert "1.23e+06 <b>" in parser.cells  # not re-rounded, not parsed as HTML
+
+
+def test_no_formatter_is_left_in_the_template_or_the_runtime():
+    """Python is the only formatter of table cells (format_cell / formatCell are gone)."""
+    js = (HOOKS.parent / "assets" / "javascripts")
+    sources = [*(js.glob("*.mjs")), *(HOOKS.glob("*.py")), *(HOOKS / "templates").glob("*.html")]
+    assert sources
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"format_?[Cc]ell|toPrecision|kv_cell", text), path.name
+
+
+def test_runtime_config_derives_the_index_url_from_the_version():
+    cfg = demos_config.runtime_config({"pyodide": {"version": "9.8.7"}}, "zh-TW", "assets/wheels/h/w.whl")
+    assert cfg["pyodide"]["version"] == "9.8.7"
+    assert cfg["pyodide"]["indexURL"] == "https://cdn.jsdelivr.net/pyodide/v9.8.7/full/"
     assert cfg["strings"] == UI_STRINGS["zh-TW"] and cfg["lang"] == "zh-TW"
-    own = demo_render.runtime_config(
-        {"pyodide": {"version": "0.28.0", "index_url": "pyodide", "run_timeout_s": 5}}, "en", None, "p.js")
+    assert cfg["wheel"] == "assets/wheels/h/w.whl"
+    own = demos_config.runtime_config(
+        {"pyodide": {"version": "0.28.0", "index_url": "pyodide", "run_timeout_s": 5}}, "en", None)
     assert own["pyodide"]["indexURL"] == "pyodide/"  # resolved against the site root in JS
-    assert own["pyodide"]["runTimeoutMs"] == 5000
-    with pytest.raises(demo_render.DemoBlockError, match="run_timeout_s"):
-        demo_render.runtime_config({"pyodide": {"run_timeout_s": 0}}, "en", None, "p.js")
-    with pytest.raises(demo_render.DemoBlockError, match="mapping"):
-        demo_render.runtime_config({"pyodide": "0.28.0"}, "en", None, "p.js")
+    assert own["pyodide"]["runTimeoutMs"] == 5000 and own["pyodide"]["loadTimeoutMs"] == 240_000
 
 
-def test_zh_tw_pages_get_plotly_s_zh_tw_locale_of_the_served_version():
-    """The mode bar speaks the page's language: zh-TW pages load plotly.js's zh-TW locale,
-    vendored from the same plotly.js version as the served plotly.min.js (a locale of
-    another major version may name buttons that do not exist)."""
-    assert demo_render.runtime_config({}, "en", None, "p.js")["plotlyLocale"] is None
-    rel = demo_render.runtime_config({}, "zh-TW", None, "p.js")["plotlyLocale"]
-    vendored = ROOT / "overrides" / rel
-    text = vendored.read_text(encoding="utf-8")
-    _, served = demo_assets.plotly_js()
-    assert f"plotly.js v{served} " in text.splitlines()[0], (served, text.splitlines()[0])
-    assert 'name:"zh-TW"' in text and "Plotly.register(locale)" in text
-    assert (vendored.parent / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+def test_the_site_names_its_pyodide_release_once():
+    """mkdocs.yml holds the version and no index URL (derived from the version)."""
+    text = (HOOKS.parents[1] / "mkdocs.yml").read_text(encoding="utf-8")
+    block = text.split("\n  pyodide:\n", 1)[1].split("\n  #", 1)[0]
+    assert re.fullmatch(r'\s*version: "[\d.]+"\s*', block), block
+    assert "index_url:" not in block
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({}, "needs extra.pyodide"),
+    ({"pyodide": "0.28.0"}, "needs extra.pyodide"),
+    ({"pyodide": {"index_url": "x/"}}, "must name the Pyodide release"),
+    ({"pyodide": {"version": "1", "run_timeout_s": 0}}, "run_timeout_s"),
+    ({"pyodide": {"version": "1", "load_timeout_s": True}}, "load_timeout_s"),
+    ({"pyodide": {"version": "1", "indexurl": "x/"}}, "unknown key"),
+])
+def test_bad_pyodide_settings_are_refused(extra, message):
+    with pytest.raises(demos_config.ConfigError, match=message):
+        demos_config.runtime_config(extra, "en", None)
+
+
+def test_token_chips_take_their_colours_from_one_list(fixture_lesson):
+    """The chips' colours (and how many there are) live in demos_config alone: the template
+    uses them, the runtime gets them in its config, the stylesheet has none of its own."""
+    demo = demos_render.build_demo(fixture_lesson, "en", 1, registry.describe, registry.run)
+    html = demos_render.render_demo(demo)
+    chips = re.findall(r'class="kv-chip" style="--kv-chip-color: ([^"]+)"', html)
+    n = len(demos_config.CHIP_COLOURS)
+    assert chips == [demos_config.CHIP_COLOURS[i % n] for i in range(len(chips))] and chips
+    cfg = demos_config.runtime_config({"pyodide": {"version": "1"}}, "en", None)
+    assert cfg["chipColours"] == list(demos_config.CHIP_COLOURS)
+    css = (HOOKS.parent / "assets" / "stylesheets" / "kv-demos.css").read_text(encoding="utf-8")
+    assert "--kv-palette" not in css
 
 
 def test_both_languages_have_the_same_strings():
@@ -289,74 +342,13 @@ def test_chinese_strings_are_traditional_with_taiwan_terms():
     assert changed == {}
 
 
-# --------------------------------------------------------------------------- assets
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_ui_strings_use_the_course_terms(lang):
+    """The demo chrome names things as the terminology table does (e.g. 即時示範, not 互動示範)."""
+    from lessons.terminology import variants
 
-
-def _tree(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "engine").mkdir(parents=True)
-    (root / "lessons").mkdir()
-    (root / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n'
-        '[project]\nname = "kv-classroom"\nversion = "0.1.0"\n'
-        '[tool.setuptools.packages.find]\ninclude = ["engine*", "lessons*"]\n'
-    )
-    (root / "engine" / "__init__.py").write_text("X = 1\n")
-    (root / "lessons" / "__init__.py").write_text("")
-    return root
-
-
-def test_source_hash_follows_the_sources(tmp_path):
-    root = _tree(tmp_path)
-    h1 = demo_assets.source_hash(root)
-    (root / "engine" / "__pycache__").mkdir()
-    (root / "engine" / "__pycache__" / "x.pyc").write_bytes(b"junk")
-    assert demo_assets.source_hash(root) == h1  # caches do not count
-    (root / "engine" / "__init__.py").write_text("X = 2\n")
-    assert demo_assets.source_hash(root) != h1
-
-
-def test_wheel_is_built_once_per_source_state(tmp_path):
-    import zipfile
-
-    root = _tree(tmp_path)
-    cache = tmp_path / "cache"
-    w1 = demo_assets.build_wheel(root, cache)
-    assert w1.name == "kv_classroom-0.1.0-py3-none-any.whl"
-    names = zipfile.ZipFile(w1).namelist()
-    assert "engine/__init__.py" in names and "lessons/__init__.py" in names
-    stamp = w1.stat().st_mtime_ns
-    assert demo_assets.build_wheel(root, cache) == w1 and w1.stat().st_mtime_ns == stamp  # cached
-    (root / "engine" / "__init__.py").write_text("X = 3\n")
-    w2 = demo_assets.build_wheel(root, cache)
-    assert w2 != w1 and w2.parent.name != w1.parent.name
-    assert not (root / "build").exists()  # built from a private copy, the checkout stays clean
-
-
-def test_old_wheels_are_pruned(tmp_path):
-    root = _tree(tmp_path)
-    cache = tmp_path / "cache"
-    for n in range(demo_assets.KEEP_WHEELS + 2):
-        (root / "engine" / "__init__.py").write_text(f"X = {n}\n")
-        newest = demo_assets.build_wheel(root, cache)
-    kept = [d for d in cache.iterdir() if d.is_dir()]
-    assert len(kept) == demo_assets.KEEP_WHEELS and newest.parent in kept
-
-
-def test_broken_project_gives_a_clear_error(tmp_path):
-    root = _tree(tmp_path)
-    (root / "pyproject.toml").write_text("[project\nname=")
-    with pytest.raises(demo_assets.AssetError, match="building the course wheel failed"):
-        demo_assets.build_wheel(root, tmp_path / "cache")
-
-
-def test_plotly_is_copied_from_the_package(tmp_path):
-    from plotly.offline import get_plotlyjs_version
-
-    rel = demo_assets.install_plotly(tmp_path)
-    assert get_plotlyjs_version().replace(".", "_") in rel
-    src, _ = demo_assets.plotly_js()
-    assert (tmp_path / rel).read_bytes() == src.read_bytes()
+    found = {k: variants(v, lang) for k, v in UI_STRINGS[lang].items() if variants(v, lang)}
+    assert found == {}
 
 
 # --------------------------------------------------------------------------- a real build
@@ -405,7 +397,8 @@ def test_fixture_site_builds_in_both_languages(tmp_path, fixture_lesson):
         assert [d["lang"] for d in demo_data] == [lang]
         runtime = json.loads(next(s for s in parsed.scripts if '"indexURL"' in s))
         assert runtime["lang"] == lang and runtime["pyodide"]["indexURL"] == "http://127.0.0.1:9/pyodide/"
-        assert (site / runtime["wheel"]).is_file() and (site / runtime["plotly"]).is_file()
+        assert (site / runtime["wheel"]).is_file()
+        assert runtime["plotly"] == demos_plotly.bundle_path()  # a theme file (overrides/)
         for f in demo_data[0]["output"]["figures"]:
             go.Figure(f["figure"])
         assert UI_STRINGS[lang]["run_live"] in html

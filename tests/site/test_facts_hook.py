@@ -5,11 +5,10 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from fact_placeholders import FactError, fact_keys, load_facts, substitute
+from facts_placeholders import FactError, fact_keys, load_facts, substitute
 
 from site_pages import DOCS, ROOT
 

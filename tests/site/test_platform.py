@@ -97,12 +97,21 @@ def test_workflow_tests_the_engine_inside_pyodide(workflow):
         assert needed in script
 
 
-def test_workflow_pyodide_version_matches_the_site(workflow):
-    site = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    pinned = re.search(r'pyodide:\s*\n\s*version:\s*"?([\w.]+)"?', site)
-    if not pinned:
-        pytest.skip("mkdocs.yml has no extra.pyodide.version yet")
-    assert workflow["env"]["PYODIDE_VERSION"] == pinned.group(1)
+def test_workflow_reads_the_pyodide_version_from_the_site(workflow):
+    """The Pyodide release is named once, in mkdocs.yml: every job that uses it reads it
+    there (tools/site_config.py) before its first use, and no version is typed here."""
+    from tools.site_config import pyodide_version
+
+    text = WORKFLOW.read_text(encoding="utf-8")
+    assert pyodide_version() not in text
+    users = [job for job in workflow["jobs"] if "PYODIDE_VERSION" in _runs(workflow, job)]
+    assert users, "no job uses the Pyodide version: nothing was checked"
+    for job in users:
+        runs = [s.get("run", "") for s in _steps(workflow, job)]
+        setter = next(i for i, r in enumerate(runs) if "PYODIDE_VERSION=" in r)
+        assert "python3 -m tools.site_config pyodide.version" in runs[setter], job
+        assert "GITHUB_ENV" in runs[setter], job
+        assert not any("PYODIDE_VERSION" in r for r in runs[:setter]), job
 
 
 def test_readme_quick_start_is_exactly_two_commands():
@@ -125,12 +134,21 @@ def test_readme_screenshots_exist_and_are_small():
         assert file.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_dev_py_uses_the_standard_library_only():
-    tree = ast.parse((ROOT / "dev.py").read_text(encoding="utf-8"))
-    modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    modules |= {n.module.split(".")[0] for n in ast.walk(tree)
-                if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
-    assert modules - {"__future__"} <= set(sys.stdlib_module_names)
+def _imports(path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    modules |= {f"{n.module}.{a.name}" if n.module == "tools" else n.module for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module and n.level == 0 for a in n.names}
+    return modules
+
+
+@pytest.mark.parametrize("path", ["dev.py", "tools/chromium.py", "tools/site_config.py", "tools/__init__.py"])
+def test_dev_py_and_what_it_imports_use_the_standard_library_only(path):
+    """dev.py runs before any virtual environment exists; it may import only the standard
+    library and the project's own standard-library-only modules (tools.chromium)."""
+    own = {"tools.chromium"}
+    modules = _imports(ROOT / path) - own
+    assert {m.split(".")[0] for m in modules} - {"__future__"} <= set(sys.stdlib_module_names), path
 
 
 def test_dev_py_without_a_command_prints_usage():

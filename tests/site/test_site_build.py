@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from site_pages import PAGES, built, fences, source
+from site_pages import PAGES, ROOT, built, fences, source
 
 LANGS = ("en", "zh-TW")
 CDN_HOSTS = ("unpkg.com", "cdn.jsdelivr.net", "fonts.googleapis.com", "fonts.gstatic.com",
@@ -45,9 +45,14 @@ def test_navigation_instant_is_off(built_site):
     assert "navigation.instant" not in config["features"]
 
 
+MERMAID_IMPORT = re.compile(r'import mermaid from "(?:\./|(?:\.\./)+)assets/vendor/mermaid/mermaid\.esm\.min\.mjs"')
+DEMO_RUNTIME = re.compile(r'<script type="module" src="(?:\.\./)*assets/javascripts/kv-demos\.mjs">')
+
+
 def test_mermaid_is_served_by_the_site_only_where_needed(built_site):
-    script = built_site / "assets" / "vendor" / "mermaid" / "mermaid.min.js"
-    assert script.stat().st_size > 1_000_000  # the real dist file, not a stub
+    """Pages with a diagram import Mermaid's ES-module core (a path relative to the page: a
+    module import needs ./ or ../); pages without one load no Mermaid at all."""
+    assert not (built_site / "assets" / "vendor" / "mermaid" / "mermaid.min.js").exists()
     with_diagram = without = 0
     for lang in LANGS:
         for page in PAGES:
@@ -55,14 +60,36 @@ def test_mermaid_is_served_by_the_site_only_where_needed(built_site):
                 continue  # reported by test_every_page_is_built
             md = source(page, lang).read_text(encoding="utf-8")
             html = built(built_site, page, lang).read_text(encoding="utf-8")
-            loads = "assets/vendor/mermaid/mermaid.min.js" in html
             if fences(md, "mermaid"):
                 with_diagram += 1
-                assert 'class="mermaid"' in html and loads, f"{page} ({lang})"
+                assert 'class="mermaid"' in html and MERMAID_IMPORT.search(html), f"{page} ({lang})"
             else:
                 without += 1
-                assert not loads, f"{page} ({lang}) loads Mermaid without a diagram"
+                assert "assets/vendor/mermaid/" not in html, f"{page} ({lang}) loads Mermaid"
     assert with_diagram, "no page has a Mermaid diagram: nothing was checked"
+
+
+def test_the_demo_runtime_loads_only_on_pages_with_demos(built_site):
+    pages = sorted(built_site.rglob("index.html"))
+    with_demos = [p for p in pages if 'id="kv-demo-runtime"' in p.read_text(encoding="utf-8")]
+    assert with_demos, "no page has a demo: nothing was checked"
+    for path in pages:
+        html = path.read_text(encoding="utf-8")
+        assert bool(DEMO_RUNTIME.search(html)) == (path in with_demos), path.relative_to(built_site)
+
+
+THEME_ASSETS = ROOT / "overrides" / "assets"
+
+
+@pytest.mark.parametrize("folder", ["vendor/mermaid", "vendor/plotly", "javascripts"])
+def test_every_theme_asset_reaches_the_site(built_site, folder):
+    """mkdocs-static-i18n drops a file whose name has a dotted two-letter segment (x.tw.mjs):
+    every vendored Mermaid chunk, plotly.js file and runtime module must be in the site."""
+    files = [f.relative_to(THEME_ASSETS) for f in (THEME_ASSETS / folder).rglob("*")
+             if f.is_file() and f.name != "README.md"]
+    assert files
+    missing = [str(f) for f in files if not (built_site / "assets" / f).is_file()]
+    assert not missing
 
 
 def test_site_stylesheet_is_linked(built_site):
