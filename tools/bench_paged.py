@@ -1,7 +1,7 @@
 """The paged KV cache's decode step against the contiguous one (a benchmark: prints numbers).
 
-    .venv/bin/python tools/bench_paged.py                     # course model, block sizes 1, 4, 16
-    .venv/bin/python tools/bench_paged.py --blocks 16 --contexts 32 128 250 --samples 400
+    .venv/bin/python -m tools.bench_paged                     # course model, block sizes 1, 4, 16
+    .venv/bin/python -m tools.bench_paged --blocks 16 --contexts 32 128 250 --samples 400
 
 One cached decode step of the course model (forward of one token, logits of the last
 position) after ``context`` tokens, timed with the contiguous KVCache and with a PagedCache
@@ -24,9 +24,6 @@ import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 

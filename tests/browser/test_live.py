@@ -262,15 +262,6 @@ TABLE_TEXT = """(i) => {
 }"""
 
 
-def _number_cells(lesson: str, lang: str) -> bool:
-    """Whether the lesson's default output still has a table cell that is not text."""
-    from lessons import registry
-
-    out = registry.run(lesson, None, lang)
-    tables = [f["table"] for f in out["figures"] if f.get("table")] + list(out.get("tables") or [])
-    return any(not isinstance(cell, str) for t in tables for row in t["rows"] for cell in row)
-
-
 def _unmeasured(lesson: str, tables: dict) -> dict:
     """The tables whose values do not change from run to run (not wall-clock timings)."""
     keys = MEASURED.get(lesson, set())
@@ -304,10 +295,6 @@ def test_table_text_is_the_same_before_and_after_a_live_run(browser, site_server
     finally:
         context.close()
     assert compared, "no table was compared"
-    pending = [(lesson, key) for lesson, key in changed if _number_cells(lesson, "en")]
-    if changed and changed == pending:
-        pytest.xfail(f"lessons still return numbers, not display strings, as table cells: {pending} "
-                     "(issue 12 item 1, lessons side; the runtime places text only)")
     assert not changed, f"table text differs after a live run: {changed}"
 
 
