@@ -105,8 +105,7 @@ class KVCache(BaseCache):
     @property
     def bytes_per_token(self) -> int:
         """2 (K and V) * layers * kv heads * head_dim * bytes per number."""
-        c = self.config
-        return 2 * c.n_layers * c.n_kv_heads * c.head_dim * c.dtype_bytes
+        return self.config.kv_values_per_token * self.config.dtype_bytes
 
     @property
     def bytes_used(self) -> int:

@@ -68,6 +68,11 @@ class Config:
         return self.d_model // self.n_heads
 
     @property
+    def kv_values_per_token(self) -> int:
+        """Numbers one token leaves in the KV cache: 2 (K and V) * layers * KV heads * head_dim."""
+        return 2 * self.n_layers * self.n_kv_heads * self.head_dim
+
+    @property
     def dtype_bytes(self) -> int:
         return 4 if self.dtype == "float32" else 2
 

@@ -120,7 +120,7 @@ def kv_cache_size(cfg: Config, seq_len: int, batch: int = 1, kv_bits: float | No
     for whole bits.
     """
     _check(cfg, batch=batch)
-    values = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * cached_positions(cfg, seq_len) * batch
+    values = cfg.kv_values_per_token * cached_positions(cfg, seq_len) * batch
     return values * _bits(cfg, kv_bits) / 8
 
 
@@ -149,7 +149,7 @@ def decode_step_bytes(cfg: Config, context_len: int, use_cache: bool, dtype_byte
     weights = (resident + n_rows * cfg.d_model) * b
     # positions whose K/V move: cached, read the kept ones and write one; else write and read all
     positions = cached_positions(cfg, context_len + 1) + 1 if use_cache else 2 * (context_len + 1)
-    values = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * positions
+    values = cfg.kv_values_per_token * positions
     return weights + (values * b if kv_bits is None else values * _bits(cfg, kv_bits) / 8)
 
 

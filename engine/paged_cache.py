@@ -115,8 +115,7 @@ class BlockPool:
     @property
     def bytes_per_slot(self) -> int:
         """One position in every layer, K and V."""
-        c = self.config
-        return 2 * c.n_layers * c.n_kv_heads * c.head_dim * c.dtype_bytes
+        return self.config.kv_values_per_token * self.config.dtype_bytes
 
     @property
     def bytes_per_block(self) -> int:

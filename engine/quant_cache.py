@@ -358,8 +358,7 @@ class QuantKVCache(BaseCache):
     @property
     def values_held(self) -> int:
         """Numbers the cache stands for: 2 (K and V) * layers * kv heads * head_dim * length."""
-        c = self.config
-        return 2 * c.n_layers * c.n_kv_heads * c.head_dim * self.length
+        return self.config.kv_values_per_token * self.length
 
     @property
     def bits_per_value(self) -> float:
@@ -370,8 +369,7 @@ class QuantKVCache(BaseCache):
         """Effective bits per number this cache would use holding n positions (1 .. max_len):
         the scales and the full-precision tail weigh less as the text grows."""
         n = check_int("positions", n, minimum=1, maximum=self.max_len)
-        c = self.config
-        return 8 * sum(r.bytes_used(n) for r in self.all_rows) / (2 * c.n_layers * c.n_kv_heads * c.head_dim * n)
+        return 8 * sum(r.bytes_used(n) for r in self.all_rows) / (self.config.kv_values_per_token * n)
 
     def __repr__(self) -> str:
         c = self.config

@@ -34,6 +34,7 @@ def test_config_rejects_bad_values_with_a_clear_message(over, exc, msg):
 def test_config_basics():
     c = Config(**BASE, dtype=np.float16)
     assert c.dtype == "float16" and c.head_dim == 8 and c.dtype_bytes == 2
+    assert c.kv_values_per_token == 2 * 2 * 2 * 8  # K and V, 2 layers, 2 KV heads, head_dim 8
     assert Config.from_dict(c.to_dict()) == c
     with pytest.raises(ValueError, match="unknown Config field"):
         Config.from_dict({**c.to_dict(), "hidden_size": 3})
