@@ -251,9 +251,14 @@ def test_rewind_only_to_what_the_codes_still_hold():
 
 
 def _default_prompts():
+    """The prompt every model demo starts with, in each language (a control's default may
+    differ by language, as the layers demo's does)."""
     from lessons import attention, kv_cache, kv_quant, layers, next_token
+    from lessons.base import LANGS
 
-    return sorted({m.DEFAULT_PROMPT for m in (attention, kv_cache, kv_quant, layers, next_token)})
+    controls = [c for m in (attention, kv_cache, kv_quant, layers, next_token) for c in m.CONTROLS if c.name == "prompt"]
+    assert len(controls) == 5
+    return sorted({c.default_for(lang) for c in controls for lang in LANGS})
 
 
 def _greedy(model, cache, ids, steps=16):
