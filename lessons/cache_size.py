@@ -1,14 +1,20 @@
 """Plate 5 calculator: how big the KV cache of a real model gets.
 
-    cache = 2 (K and V) × layers × KV heads × head_dim × tokens × batch × bytes per number
+    cache = 2 (K and V) × layers × KV heads × head_dim × tokens kept × batch × bits per number ÷ 8
 
-Shapes come from engine.shapes (published configs), the size from engine.costs; this lesson
-only chooses the points to show and writes the formula out with the reader's numbers.
+Shapes come from engine.shapes (published configs), the size from engine.costs.kv_cache_size,
+which keeps a sliding-window model (Mistral 7B) at its last W positions and takes the cache's
+bits apart from the weights' format (plate 7's quantized caches: 8, 4, 3.5, 2.5 bits). This
+lesson only chooses the points to show and writes the formula out with the reader's numbers.
 """
 from __future__ import annotations
 
+import functools
+import math
+
 from engine import costs
 from engine.shapes import MODEL_SHAPES, config_from_shape
+from lessons import cache_bits
 from lessons import labels as L
 from lessons.base import select, slider
 from lessons.model_options import NOT_LLAMA  # their cache size is exact, a Llama-style weight count is not
@@ -16,7 +22,7 @@ from lessons.figures import COLORS, HIGHLIGHT, figure, floats, fmt_bytes, fmt_in
 
 TITLE = {"en": "KV cache size calculator", "zh-TW": "KV 快取大小計算器"}
 
-# value -> (bytes per number, label)
+# the weights' format, for the line the cache is compared with: value -> (bytes per weight, label)
 DTYPES = {
     "fp32": (4, {"en": "fp32 (4 bytes)", "zh-TW": "fp32（4 位元組）"}),
     "fp16": (2, {"en": "fp16 / bf16 (2 bytes)", "zh-TW": "fp16 / bf16（2 位元組）"}),
@@ -30,61 +36,74 @@ GIB = 1024**3
 
 CONTROLS = (
     select("model", L.MODEL, "Llama 3 8B", [(name, {"en": name, "zh-TW": name}) for name in MODEL_SHAPES],
-           help={"en": "Published shapes (layers, KV heads, head dimension) of real models.",
-                 "zh-TW": "真實模型公開的形狀（層數、KV head 數、head 維度）。"}),
-    select("dtype", {"en": "Number format", "zh-TW": "數值格式"}, "fp16",
+           help={"en": "Published shapes (layers, KV heads, head dimension, sliding window) of real models.",
+                 "zh-TW": "真實模型公開的形狀（層數、KV head 數、head 維度、滑動視窗）。"}),
+    cache_bits.control(),
+    select("dtype", {"en": "Weights' number format", "zh-TW": "權重的數值格式"}, "fp16",
            [(k, label) for k, (_, label) in DTYPES.items()],
-           help={"en": "Bytes used to store each cached number.", "zh-TW": "快取裡每個數字佔幾個位元組。"}),
+           help={"en": "Bytes per weight, for the weights line the cache is compared with.",
+                 "zh-TW": "每個權重佔幾個位元組，用來畫和快取比較的權重線。"}),
     slider("context", L.CONTEXT_LENGTH, 8192, 1024, MAX_CONTEXT, 1024,
-           help={"en": "Tokens held in the cache for one sequence (up to 128K).",
-                 "zh-TW": "一個序列在快取裡存的詞元數（最多 128K）。"}),
+           help={"en": "Tokens seen by one sequence (up to 128K).",
+                 "zh-TW": "一個序列讀過的詞元數（最多 128K）。"}),
     slider("batch", {"en": "Batch (sequences at once)", "zh-TW": "批次（同時處理的序列數）"}, 1, 1, 64, 1,
            help={"en": "Each sequence in a batch has its own cache.", "zh-TW": "批次裡的每個序列都有自己的快取。"}),
 )
 
 LAYERS = {"en": "layers", "zh-TW": "層數"}
-KV_HEADS = {"en": "KV heads", "zh-TW": "KV head 數"}
 HEAD_DIM = {"en": "head dimension", "zh-TW": "head 維度"}
 
 
-def _kv(shape, tokens: int, batch: int, nbytes: int) -> int:
-    return costs.kv_cache_bytes(shape.n_layers, shape.n_kv_heads, shape.head_dim, tokens, batch, nbytes)
+@functools.lru_cache(maxsize=None)
+def _config(name: str):
+    """The engine Config of a published shape (sliding window included)."""
+    return config_from_shape(name)
+
+
+def _kv(shape, tokens: int, batch: int, bits: float) -> int:
+    """Whole bytes of the cache after ``tokens`` tokens per sequence (capped at the window)."""
+    return math.ceil(costs.kv_cache_size(_config(shape.name), tokens, batch, kv_bits=bits))
 
 
 def _context_points(context: int) -> list[int]:
     """0, 4K, 8K … 128K plus the reader's own context, sorted (a linear axis: the growth
-    is a straight line, and the chart must not make it look like anything else)."""
+    is a straight line, flat past a sliding window, and the chart must not make it look like
+    anything else)."""
     return sorted({4096 * i for i in range(MAX_CONTEXT // 4096 + 1)} | {context})
 
 
 def _weights(shape, nbytes: int) -> int | None:
-    """Bytes of the weights in the same format, or None where a Llama-style count would be wrong."""
-    return None if shape.name in NOT_LLAMA else costs.param_count(config_from_shape(shape)) * nbytes
+    """Bytes of the weights in their format, or None where a Llama-style count would be wrong."""
+    return None if shape.name in NOT_LLAMA else costs.param_count(_config(shape.name)) * nbytes
+
+
+# --------------------------------------------------------------------------- figure and table
+
+
+def _line(name: str, xs, ys, color: str, dash: str, tokens: str) -> dict:
+    return {"type": "scatter", "mode": "lines", "name": name, "x": xs, "y": floats(y / GIB for y in ys),
+            "line": {"color": color, "dash": dash}, "text": [fmt_bytes(y) for y in ys],
+            "hovertemplate": f"%{{x:,}} {tokens}<br>%{{text}}<extra>{name}</extra>"}
 
 
 def _figure_size(shape, values, lang) -> dict:
-    nbytes = DTYPES[values["dtype"]][0]
-    context, batch, weights = values["context"], values["batch"], _weights(shape, nbytes)
-    xs = _context_points(context)
-    ys = [_kv(shape, x, batch, nbytes) for x in xs]
-    total = _kv(shape, context, batch, nbytes)
-    cache, you, tokens = (t({"en": f"KV cache (batch {batch})", "zh-TW": f"KV 快取（批次 {batch}）"}, lang),
-                          t({"en": "your setting", "zh-TW": "目前的設定"}, lang), t(L.TOKENS, lang))
-    data = [
-        {"type": "scatter", "mode": "lines", "name": cache, "x": xs, "y": floats(y / GIB for y in ys),
-         "line": {"color": COLORS["blue"]}, "text": [fmt_bytes(y) for y in ys],
-         "hovertemplate": f"%{{x:,}} {tokens}<br>%{{text}}<extra>{cache}</extra>"},
-        {"type": "scatter", "mode": "markers", "name": you, "x": [context], "y": floats([total / GIB]),
-         "marker": {"color": HIGHLIGHT, "size": 12, "symbol": "diamond"}, "text": [fmt_bytes(total)],
-         "hovertemplate": f"%{{x:,}} {tokens}<br>%{{text}}<extra>{you}</extra>"},
-    ]
+    bits, batch, context = cache_bits.bits(values), values["batch"], values["context"]
+    weights, xs, tokens = _weights(shape, DTYPES[values["dtype"]][0]), _context_points(context), t(L.TOKENS, lang)
+    ys, total = [_kv(shape, x, batch, bits) for x in xs], _kv(shape, context, batch, bits)
+    cache = t({"en": f"KV cache at {bits:g} bits (batch {batch})", "zh-TW": f"KV 快取，{bits:g} 位元（批次 {batch}）"}, lang)
+    you = t({"en": "your setting", "zh-TW": "目前的設定"}, lang)
+    data = [_line(cache, xs, ys, COLORS["blue"], "solid", tokens),
+            {"type": "scatter", "mode": "markers", "name": you, "x": [context], "y": floats([total / GIB]),
+             "marker": {"color": HIGHLIGHT, "size": 12, "symbol": "diamond"}, "text": [fmt_bytes(total)],
+             "hovertemplate": f"%{{x:,}} {tokens}<br>%{{text}}<extra>{you}</extra>"}]
+    if bits != cache_bits.FULL:  # the same cache in fp16, to see what the bits took off
+        full = t({"en": "the same cache at 16 bits", "zh-TW": "同樣的快取用 16 位元"}, lang)
+        data.insert(1, _line(full, xs, [_kv(shape, x, batch, cache_bits.FULL) for x in xs], COLORS["sky"], "dot", tokens))
     if weights is not None:
-        name = t({"en": "model weights", "zh-TW": "模型權重"}, lang)
-        data.insert(1, {"type": "scatter", "mode": "lines", "name": name, "x": [xs[0], xs[-1]],
-                        "y": floats([weights / GIB] * 2), "line": {"color": COLORS["grey"], "dash": "dash"},
-                        "text": [fmt_bytes(weights)] * 2, "hovertemplate": f"%{{text}}<extra>{name}</extra>"})
-    title = t({"en": f"{shape.name}: KV cache vs context ({values['dtype']})",
-               "zh-TW": f"{shape.name}：KV 快取大小與上下文長度（{values['dtype']}）"}, lang)
+        name = t({"en": f"model weights ({values['dtype']})", "zh-TW": f"模型權重（{values['dtype']}）"}, lang)
+        data.insert(1, _line(name, [xs[0], xs[-1]], [weights] * 2, COLORS["grey"], "dash", tokens))
+    title = t({"en": f"{shape.name}: KV cache vs context ({bits:g} bits per number)",
+               "zh-TW": f"{shape.name}：KV 快取大小與上下文長度（每個數字 {bits:g} 位元）"}, lang)
     lay = layout(t({"en": "context length (tokens)", "zh-TW": "上下文長度（詞元數）"}, lang), "GiB",
                  xaxis={"tickvals": [16384 * i for i in range(9)], "ticktext": [f"{16 * i}K" for i in range(9)]},
                  yaxis={"rangemode": "tozero"})
@@ -93,23 +112,41 @@ def _figure_size(shape, values, lang) -> dict:
     return figure("size_vs_context", title, data, lay, cols, rows)
 
 
+def _table_all(values, lang) -> dict:
+    bits, context, batch = cache_bits.bits(values), values["context"], values["batch"]
+    cols = [t({"en": "model", "zh-TW": "模型"}, lang), t(LAYERS, lang), t(L.KV_HEADS, lang),
+            t(HEAD_DIM, lang), t(L.SLIDING_WINDOW, lang), t(L.PER_TOKEN, lang),
+            t({"en": f"{fmt_int(context)} tokens × batch {batch}", "zh-TW": f"{fmt_int(context)} 個詞元 × 批次 {batch}"}, lang)]
+    rows = [[s.name, s.n_layers, s.n_kv_heads, s.head_dim, "—" if s.sliding_window is None else s.sliding_window,
+             fmt_bytes(_kv(s, 1, 1, bits)), fmt_bytes(_kv(s, context, batch, bits))] for s in MODEL_SHAPES.values()]
+    return table(t({"en": f"Every model at this setting ({bits:g} bits per cached number)",
+                    "zh-TW": f"各模型在同樣設定下（快取每個數字 {bits:g} 位元）"}, lang), cols, rows)
+
+
+# --------------------------------------------------------------------------- notes
+
+
+def _formula(shape, values, lang) -> str:
+    bits, context, batch = cache_bits.bits(values), values["context"], values["batch"]
+    kept, total = costs.cached_positions(_config(shape.name), context), _kv(shape, context, batch, bits)
+    nums = (f"2 × {shape.n_layers} × {shape.n_kv_heads} × {shape.head_dim} × {fmt_int(kept)} × {batch} × {bits:g} ÷ 8 "
+            f"= {fmt_int(total)} B = {fmt_bytes(total)}")
+    return t({"en": f"2 (K and V) × layers × KV heads × head dimension × tokens kept × batch × bits per number ÷ 8 = {nums}",
+              "zh-TW": f"2（K 與 V）× 層數 × KV head 數 × head 維度 × 保留的詞元數 × 批次 × 每個數字的位元數 ÷ 8 = {nums}"}, lang)
+
+
 def _notes(shape, values, lang) -> list[str]:
-    nbytes, dtype_label = DTYPES[values["dtype"]]
-    context, batch, weights = values["context"], values["batch"], _weights(shape, nbytes)
-    total = _kv(shape, context, batch, nbytes)
-    formula = (f"2 × {shape.n_layers} × {shape.n_kv_heads} × {shape.head_dim} × {fmt_int(context)} × "
-               f"{batch} × {nbytes} = {fmt_int(total)} B = {fmt_bytes(total)}")
-    notes = [
-        t({"en": f"2 (K and V) × layers × KV heads × head dimension × tokens × batch × bytes = {formula}",
-           "zh-TW": f"2（K 與 V）× 層數 × KV head 數 × head 維度 × 詞元數 × 批次 × 位元組數 = {formula}"}, lang),
-        t({"en": f"Each token adds {fmt_bytes(_kv(shape, 1, 1, nbytes))} per sequence in {dtype_label['en']}.",
-           "zh-TW": f"以 {dtype_label['zh-TW']} 儲存時，每多一個詞元，每個序列就多 {fmt_bytes(_kv(shape, 1, 1, nbytes))}。"}, lang),
-    ]
+    bits, context, batch = cache_bits.bits(values), values["context"], values["batch"]
+    weights, total, per_token = _weights(shape, DTYPES[values["dtype"]][0]), _kv(shape, context, batch, bits), _kv(shape, 1, 1, bits)
+    until = {"en": " until the window is full", "zh-TW": "（直到視窗填滿為止）"} if shape.sliding_window else {"en": "", "zh-TW": ""}
+    notes = [_formula(shape, values, lang),
+             t({"en": f"Each token adds {fmt_bytes(per_token)} per sequence at {bits:g} bits per number{until['en']}.",
+                "zh-TW": f"快取每個數字 {bits:g} 位元時，每多一個詞元，每個序列就多 {fmt_bytes(per_token)}{until['zh-TW']}。"}, lang)]
     if weights is not None:
-        params = fmt_int(weights // nbytes)
-        notes.append(t({"en": (f"The weights ({params} parameters) take {fmt_bytes(weights)} in the same format; "
+        params, fmt = fmt_int(costs.param_count(_config(shape.name))), values["dtype"]
+        notes.append(t({"en": (f"The weights ({params} parameters) take {fmt_bytes(weights)} in {fmt}; "
                                f"the cache is {fmt_percent(total / weights)} of that."),
-                        "zh-TW": (f"同樣格式下，權重（共 {params} 個參數）佔 {fmt_bytes(weights)}；"
+                        "zh-TW": (f"權重（共 {params} 個參數）用 {fmt} 存放是 {fmt_bytes(weights)}；"
                                   f"快取是權重的 {fmt_percent(total / weights)}。")}, lang))
     if shape.n_kv_heads < shape.n_heads:
         group = shape.n_heads // shape.n_kv_heads
@@ -118,7 +155,27 @@ def _notes(shape, values, lang) -> list[str]:
                    f"KV heads, so its cache is 1/{group} of what one KV head per query head would need."),
             "zh-TW": (f"{shape.name} 使用分組查詢注意力（GQA）：{shape.n_heads} 個 query head 共用 {shape.n_kv_heads} 個 "
                       f"KV head，快取只要「每個 query head 各配一個 KV head」時的 1/{group}。")}, lang))
-    return notes + _caveats(shape, context, lang)
+    return notes + _notes_shrink(shape, values, lang) + _caveats(shape, context, lang)
+
+
+def _notes_shrink(shape, values, lang) -> list[str]:
+    """Plate 7's two other levers as they apply here: the model's sliding window and the reader's cache bits."""
+    bits, context, batch, W, notes = cache_bits.bits(values), values["context"], values["batch"], shape.sliding_window, []
+    if W:
+        capped = fmt_bytes(_kv(shape, W, batch, bits))
+        notes.append(t({"en": (f"{shape.name} uses sliding-window attention: its rolling-buffer cache keeps only the last "
+                               f"{fmt_int(W)} positions, so from {fmt_int(W)} tokens on the cache stays at {capped} "
+                               "instead of growing with the text."),
+                        "zh-TW": (f"{shape.name} 使用滑動視窗注意力：它的環狀緩衝快取只留最新的 {fmt_int(W)} 個位置，"
+                                  f"所以從 {fmt_int(W)} 個詞元起，快取就停在 {capped}，不再隨著文字變長。")}, lang))
+    if bits != cache_bits.FULL:
+        full = fmt_bytes(_kv(shape, context, batch, cache_bits.FULL))
+        share, now = fmt_percent(bits / cache_bits.FULL), fmt_bytes(_kv(shape, context, batch, bits))
+        notes.append(t({"en": (f"At {bits:g} bits per number the cache is {share} of its 16-bit size: {now} instead of "
+                               f"{full}. The weights keep their own format; plate 7 shows what the fewer bits cost in accuracy."),
+                        "zh-TW": (f"每個數字 {bits:g} 位元時，快取只要 16 位元時的 {share}：{now}，而不是 {full}。"
+                                  "權重維持自己的格式；少掉的位元對準確度有什麼影響，請看第 7 張。")}, lang))
+    return notes
 
 
 def _caveats(shape, context: int, lang: str) -> list[str]:
@@ -137,18 +194,6 @@ def _caveats(shape, context: int, lang: str) -> list[str]:
                       "但引擎用 Llama 架構算出的權重數會算錯，所以不畫權重線。")}, lang))
     notes.append(t({"en": f"Shape source: {shape.source}.", "zh-TW": f"形狀來源：{shape.source}。"}, lang))
     return notes
-
-
-def _table_all(values, lang) -> dict:
-    nbytes = DTYPES[values["dtype"]][0]
-    context, batch = values["context"], values["batch"]
-    cols = [t({"en": "model", "zh-TW": "模型"}, lang), t(LAYERS, lang), t(KV_HEADS, lang),
-            t(HEAD_DIM, lang), t({"en": "per token", "zh-TW": "每個詞元"}, lang),
-            t({"en": f"{fmt_int(context)} tokens × batch {batch}", "zh-TW": f"{fmt_int(context)} 個詞元 × 批次 {batch}"}, lang)]
-    rows = [[s.name, s.n_layers, s.n_kv_heads, s.head_dim, fmt_bytes(_kv(s, 1, 1, nbytes)),
-             fmt_bytes(_kv(s, context, batch, nbytes))] for s in MODEL_SHAPES.values()]
-    return table(t({"en": f"Every model at this setting ({values['dtype']})",
-                    "zh-TW": f"各模型在同樣設定下（{values['dtype']}）"}, lang), cols, rows)
 
 
 def run(values: dict, lang: str) -> dict:

@@ -1,8 +1,10 @@
 """Plate 6: per decode step, bytes moved vs FLOPs done, and what moving a byte costs in energy.
 
 With the KV cache, a decode step does little arithmetic per byte: every weight is read to be
-used once per sequence, and the cache part of the traffic grows with the context. FLOPs and
-bytes come from engine.costs (through lessons/step_costs.py); energies per operation are
+used once per sequence, and the cache part of the traffic grows with the context (up to the
+window of a sliding-window model, Mistral 7B), in the cache's own bits per number, which the
+reader sets apart from the weights'. FLOPs and bytes come from engine.costs (through
+lessons/step_costs.py); energies per operation are
 Horowitz's 45 nm estimates in the per-32-bit form Han et al. tabulated. The notes keep the two
 ratios apart: per operation (a DRAM read against one add or multiply, hundreds of times) and
 per step (all the reads of a step against all its multiply-adds, lower, because one 32-bit
@@ -10,8 +12,10 @@ word read feeds more than one multiply-add).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from lessons import cache_bits, model_options, step_costs
 from lessons import labels as L
-from lessons import model_options, step_costs
 from lessons.base import select, slider
 from lessons.devices import DEVICES
 from lessons.figures import (COLORS, figure, floats, fmt_bytes, fmt_int, fmt_num, fmt_percent, fmt_si, layout, t,
@@ -45,14 +49,24 @@ CONTROLS = (
            help={"en": "The chart runs from an empty cache to this many tokens.", "zh-TW": "圖表從空的快取一路畫到這個詞元數。"}),
     slider("batch", L.BATCH, 1, 1, 256, 1,
            help={"en": "Sequences decoded together read the weights once.", "zh-TW": "一起解碼的序列，權重只讀一次。"}),
+    cache_bits.control(),
 )
 
-BYTES_PER_VALUE = 2  # fp16 / bf16 weights and cache, as real models are served
+BYTES_PER_VALUE = 2  # fp16 / bf16 weights, as real models are served
 
 
-def step_costs_of(cfg, context: int, batch: int, nbytes: int) -> tuple[int, int, int]:
-    """(FLOPs, weight bytes, KV bytes) of one cached decode step, weights and cache in ``nbytes`` numbers."""
-    return step_costs.decode_step(cfg, context, batch, 8 * nbytes, nbytes)
+class Setting(NamedTuple):
+    cfg: object      # engine Config
+    name: dict       # the model's name in both languages
+    nbytes: int      # bytes per weight
+    fmt: str         # the weights' format: "fp16" or "fp32"
+    context: int     # tokens before the last step, clipped to the context window
+    kv_bits: float   # bits per cached number (the reader's choice)
+
+
+def step_costs_of(s: Setting, context: int, batch: int) -> tuple[int, int, int]:
+    """(FLOPs, weight bytes, KV bytes) of one cached decode step at ``context`` tokens."""
+    return step_costs.decode_step(s.cfg, context, batch, 8 * s.nbytes, s.kv_bits)
 
 
 def _grid(context: int, n: int = 40) -> list[int]:
@@ -64,36 +78,53 @@ def _log_grid(context: int, n: int = 30) -> list[int]:
     return sorted({max(1, round(context ** (i / n))) for i in range(n + 1)})
 
 
-def _setting(values: dict) -> tuple:
-    """(config, model name in both languages, bytes per number, format name, context)."""
+def _setting(values: dict) -> Setting:
+    """The model, its weights' format (the course model keeps its own), the context and the cache bits."""
     cfg = model_options.config_for(values["model"])
     nbytes = cfg.dtype_bytes if values["model"] == model_options.COURSE else BYTES_PER_VALUE
     name = {lang: model_options.label(values["model"], lang) for lang in ("en", "zh-TW")}
-    return cfg, name, nbytes, "fp32" if nbytes == 4 else "fp16", min(values["context"], cfg.max_seq_len - 1)
+    return Setting(cfg, name, nbytes, "fp32" if nbytes == 4 else "fp16", min(values["context"], cfg.max_seq_len - 1),
+                   cache_bits.bits(values))
+
+
+def _formats(s: Setting) -> dict:
+    """"fp16 weights, 16-bit KV cache" in both languages."""
+    cache = cache_bits.cache_format(s.kv_bits)
+    return {"en": f"{s.fmt} weights, {cache['en']}", "zh-TW": L.zh_join(f"{s.fmt} 權重與", cache["zh-TW"])}
 
 
 # --------------------------------------------------------------------------- figures
 
 
-def _figure_bytes_flops(values, rows, xs, lang) -> dict:
-    cfg, name, nbytes, fmt, context = _setting(values)
+def _full_cache_line(s: Setting, xs, batch: int, unit: int, unit_name: str, lang) -> dict:
+    """The bytes a step would move with a 16-bit cache: a reference above the stack when the cache has fewer bits."""
+    ys = [sum(step_costs.decode_step(s.cfg, x, batch, 8 * s.nbytes, cache_bits.FULL)[1:]) for x in xs]
+    name = t({"en": "total with a 16-bit cache", "zh-TW": "16 位元快取時的合計"}, lang)
+    return {"type": "scatter", "mode": "lines", "name": name, "x": xs, "y": floats(y / unit for y in ys),
+            "line": {"color": COLORS["grey"], "dash": "dot"},
+            "hovertemplate": f"%{{x:,}} {t(L.TOKENS, lang)}<br>%{{y:.4g}} {unit_name}<extra>{name}</extra>"}
+
+
+def _figure_bytes_flops(s: Setting, batch: int, rows, xs, lang) -> dict:
     unit, unit_name = (1024**2, "MiB") if rows[-1][1] + rows[-1][2] < 1024**3 else (1024**3, "GiB")
     lbl_w, lbl_kv = t({"en": "weights read", "zh-TW": "讀取的權重"}, lang), t({"en": "KV cache read + written", "zh-TW": "KV 快取的讀寫"}, lang)
-    lbl_f, ctx = t({"en": "GFLOP (right axis)", "zh-TW": "GFLOP（右軸）"}, lang), t(L.CONTEXT, lang)
+    lbl_f, ctx, tokens = t({"en": "GFLOP (right axis)", "zh-TW": "GFLOP（右軸）"}, lang), t(L.CONTEXT, lang), t(L.TOKENS, lang)
     data = [
         {"type": "scatter", "mode": "lines", "stackgroup": "bytes", "name": lbl_w, "x": xs,
          "y": floats(w / unit for _, w, _ in rows), "line": {"color": COLORS["blue"]},
-         "hovertemplate": f"%{{x:,}} {t(L.TOKENS, lang)}<br>%{{y:.4g}} {unit_name}<extra>{lbl_w}</extra>"},
+         "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.4g}} {unit_name}<extra>{lbl_w}</extra>"},
         {"type": "scatter", "mode": "lines", "stackgroup": "bytes", "name": lbl_kv, "x": xs,
          "y": floats(kv / unit for _, _, kv in rows), "line": {"color": COLORS["orange"]},
-         "hovertemplate": f"%{{x:,}} {t(L.TOKENS, lang)}<br>%{{y:.4g}} {unit_name}<extra>{lbl_kv}</extra>"},
+         "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.4g}} {unit_name}<extra>{lbl_kv}</extra>"},
         {"type": "scatter", "mode": "lines", "name": lbl_f, "x": xs, "yaxis": "y2",
          "y": floats(f / 1e9 for f, _, _ in rows), "line": {"color": COLORS["green"], "dash": "dash"},
-         "hovertemplate": f"%{{x:,}} {t(L.TOKENS, lang)}<br>%{{y:.4g}} GFLOP<extra></extra>"},
+         "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.4g}} GFLOP<extra></extra>"},
     ]
-    batch = values["batch"]
-    title = t({"en": f"{name['en']}, batch {batch}: one decode step ({fmt})",
-               "zh-TW": L.zh_join(name["zh-TW"], f"，批次 {batch}：一個解碼步驟（{fmt}）")}, lang)
+    if s.kv_bits != cache_bits.FULL:
+        data.insert(2, _full_cache_line(s, xs, batch, unit, unit_name, lang))
+    formats = _formats(s)
+    title = t({"en": f"{s.name['en']}, batch {batch}: one decode step ({formats['en']})",
+               "zh-TW": L.zh_join(s.name["zh-TW"], f"，批次 {batch}：一個解碼步驟（", formats["zh-TW"], "）")}, lang)
     lay = layout(ctx, t({"en": f"bytes moved ({unit_name})", "zh-TW": f"搬運量（{unit_name}）"}, lang),
                  yaxis2={"title": {"text": "GFLOP"}, "overlaying": "y", "side": "right", "showgrid": False,
                          **zero_based_axis(max(f for f, _, _ in rows) / 1e9)},
@@ -106,27 +137,27 @@ def _figure_bytes_flops(values, rows, xs, lang) -> dict:
 
 def _figure_intensity(values, lang) -> dict:
     """The chosen model and the course model side by side, on a log axis of context lengths."""
-    cfg, name, nbytes, fmt, context = _setting(values)
-    series = [(name, cfg, nbytes, fmt, context, COLORS["vermillion"])]
+    series = [(_setting(values), COLORS["vermillion"])]
     if values["model"] != model_options.COURSE:
-        c_cfg, c_name, c_bytes, c_fmt, c_ctx = _setting({**values, "model": model_options.COURSE})
-        series.append((c_name, c_cfg, c_bytes, c_fmt, c_ctx, COLORS["blue"]))
+        series.append((_setting({**values, "model": model_options.COURSE}), COLORS["blue"]))
     data, rows, fl_b, tokens = [], [], t(L.FLOP_PER_BYTE, lang), t(L.TOKENS, lang)
-    for s_name, s_cfg, nb, s_fmt, ctx, color in series:
-        xs = _log_grid(ctx)
-        ys = [f / (w + kv) for f, w, kv in (step_costs_of(s_cfg, x, values["batch"], nb) for x in xs)]
-        label = t(L.decode_of({"en": f"{s_name['en']}, {s_fmt}", "zh-TW": f"{s_name['zh-TW']}，{s_fmt}"}), lang)
+    for s, color in series:
+        xs = _log_grid(s.context)
+        ys = [f / (w + kv) for f, w, kv in (step_costs_of(s, x, values["batch"]) for x in xs)]
+        label = t(L.decode_of({"en": f"{s.name['en']}, {s.fmt}", "zh-TW": f"{s.name['zh-TW']}，{s.fmt}"}), lang)
         data.append({"type": "scatter", "mode": "lines", "name": label, "x": xs, "y": floats(ys),
                      "line": {"color": color, "width": 3},
                      "hovertemplate": f"%{{x:,}} {tokens}<br>%{{y:.3g}} {fl_b}<extra>{label}</extra>"})
         rows += [[label, x, i] for x, i in zip(xs, ys)]
+    context = series[0][0].context
     for dev, color in zip(DEVICES.values(), (COLORS["sky"], COLORS["purple"], COLORS["grey"])):
         ridge = t(L.ridge_of(dev.name), lang)
         data.append({"type": "scatter", "mode": "lines", "name": ridge, "x": [1, context], "y": floats([dev.ridge] * 2),
                      "line": {"color": color, "dash": "dot"}, "hovertemplate": f"%{{y:.3g}} {fl_b}<extra>{ridge}</extra>"})
         rows.append([ridge, "", dev.ridge])
-    title = t({"en": "Arithmetic intensity of decode vs the devices' ridge points",
-               "zh-TW": "解碼的運算強度與各裝置的脊點"}, lang)
+    cache = cache_bits.cache_format(series[0][0].kv_bits)
+    title = t({"en": f"Arithmetic intensity of decode ({cache['en']}) vs the devices' ridge points",
+               "zh-TW": f"解碼的運算強度（{cache['zh-TW']}）與各裝置的脊點"}, lang)
     lay = layout(t(L.log(L.CONTEXT), lang), t(L.log(L.INTENSITY_AXIS), lang), xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t({"en": "line", "zh-TW": "曲線"}, lang), t(L.CONTEXT, lang), t(L.INTENSITY_AXIS, lang)]
     return figure("intensity", title, data, lay, cols, rows)
@@ -158,8 +189,8 @@ def _signed(x: float) -> str:
     return ("+" if x >= 0 else "") + fmt_percent(x)
 
 
-def _notes_step(values, rows, lang) -> list[str]:
-    cfg, name, nbytes, fmt, context = _setting(values)
+def _notes_step(s: Setting, rows, lang) -> list[str]:
+    context, b = s.context, s.kv_bits
     (f, w, kv), (f0, w0, kv0) = rows[-1], rows[0]
     grow_b, grow_f = _signed((w + kv) / (w0 + kv0) - 1), _signed(f / f0 - 1)
     return [
@@ -169,21 +200,51 @@ def _notes_step(values, rows, lang) -> list[str]:
            "zh-TW": (f"上下文有 {fmt_int(context)} 個詞元時，一步要搬 {fmt_bytes(w)} 的權重和 {fmt_bytes(kv)} 的 KV 快取，"
                      f"卻只做 {fmt_si(f, 'FLOP')} 的運算：每個位元組 {fmt_num(f / (w + kv))} FLOP。和第一個詞元時相比，"
                      f"每一步搬的位元組變化 {grow_b}，浮點運算次數變化 {grow_f}。")}, lang),
-        t({"en": f"FLOPs and bytes from engine.costs ({fmt}, {nbytes} bytes per number; matmul FLOPs only).",
-           "zh-TW": f"浮點運算次數與位元組數由 engine.costs 計算（{fmt}，每個數字 {nbytes} 位元組；只計矩陣乘法）。"}, lang),
+        t({"en": (f"FLOPs and bytes from engine.costs (weights in {s.fmt}, {s.nbytes} bytes each; KV cache at {b:g} bits "
+                  "per number; matmul FLOPs only)."),
+           "zh-TW": (f"浮點運算次數與位元組數由 engine.costs 計算（權重用 {s.fmt}，每個 {s.nbytes} 位元組；KV 快取每個數字 "
+                     f"{b:g} 位元；只計矩陣乘法）。")}, lang),
     ]
 
 
-def _notes_energy(values, rows, lang) -> list[str]:
+def _notes_cache(s: Setting, batch: int, rows, lang) -> list[str]:
+    """What fewer cache bits take off the last step, and where a sliding window stops the cache's growth."""
+    notes, (_, w, kv), W = [], rows[-1], s.cfg.sliding_window
+    if s.kv_bits != cache_bits.FULL:
+        kv16 = step_costs.decode_step(s.cfg, s.context, batch, 8 * s.nbytes, cache_bits.FULL)[2]
+        less, b = fmt_percent(1 - (w + kv) / (w + kv16)), s.kv_bits
+        notes.append(t({"en": (f"With {b:g} bits per cached number instead of 16, the cache part of the step at "
+                               f"{fmt_int(s.context)} tokens is {fmt_bytes(kv)} instead of {fmt_bytes(kv16)}; the weights' "
+                               f"{fmt_bytes(w)} stay as they are, so the whole step moves {less} less."),
+                        "zh-TW": (f"快取從每個數字 16 位元改成 {b:g} 位元後，{fmt_int(s.context)} 個詞元時這一步的快取部分是 "
+                                  f"{fmt_bytes(kv)}，16 位元時是 {fmt_bytes(kv16)}；權重的 {fmt_bytes(w)} 不變，"
+                                  f"所以整步少搬 {less}。")}, lang))
+    if W and s.context + 1 > W:
+        notes.append(t({"en": (f"{s.name['en']} uses sliding-window attention: its rolling-buffer cache keeps the last "
+                               f"{fmt_int(W)} positions, so from {fmt_int(W)} tokens on the cache part of a step stays flat."),
+                        "zh-TW": L.zh_join(s.name["zh-TW"], f"使用滑動視窗注意力：環狀緩衝快取只留最新的 {fmt_int(W)} 個位置，"
+                                                           f"所以從 {fmt_int(W)} 個詞元起，每一步的快取部分就不再增加。")},
+                       lang))
+    return notes
+
+
+def _word_holds(s: Setting) -> dict:
+    """How many numbers one 32-bit word read brings: weights, and cached numbers if their format differs."""
+    per_word, b = 4 // s.nbytes, s.kv_bits
+    if 32 / b == per_word:
+        return {"en": f"{per_word} {s.fmt} number{'s' if per_word > 1 else ''}", "zh-TW": f"{per_word} 個 {s.fmt} 數字"}
+    return {"en": f"{per_word} {s.fmt} weight{'s' if per_word > 1 else ''} or {fmt_num(32 / b)} cached numbers at {b:g} bits",
+            "zh-TW": f"{per_word} 個 {s.fmt} 權重，或 {fmt_num(32 / b)} 個 {b:g} 位元的快取數字"}
+
+
+def _notes_energy(s: Setting, rows, lang) -> list[str]:
     """Per operation (the table's own ratios) and per step (this step's reads and multiply-adds)."""
-    cfg, name, nbytes, fmt, context = _setting(values)
-    f, w, kv = rows[-1]
+    context, (f, w, kv) = s.context, rows[-1]
     words, macs = (w + kv) / 4, f / 2  # 32-bit words read; one multiply-add per 2 FLOPs
     e_dram, e_math = words * _PJ["dram"] * 1e-12, macs * (_PJ["add"] + _PJ["mult"]) * 1e-12
     per_op = {k: fmt_num(_PJ["dram"] / v) for k, v in (("add", _PJ["add"]), ("mult", _PJ["mult"]),
                                                         ("mac", _PJ["add"] + _PJ["mult"]))}
-    feeds, per_word = fmt_num(macs / words), 4 // nbytes
-    numbers = {"en": f"{per_word} {fmt} number{'s' if per_word > 1 else ''}", "zh-TW": f"{per_word} 個 {fmt} 數字"}
+    feeds, numbers = fmt_num(macs / words), _word_holds(s)
     return [
         t({"en": (f"Per operation: one 32-bit DRAM read costs {per_op['add']}× a 32-bit float add, {per_op['mult']}× a "
                   f"multiply and {per_op['mac']}× a multiply-add. These are Horowitz's 45 nm estimates, not measurements; "
@@ -207,14 +268,15 @@ def _notes_energy(values, rows, lang) -> list[str]:
 
 
 def run(values: dict, lang: str) -> dict:
-    cfg, name, nbytes, fmt, context = _setting(values)
+    s, batch = _setting(values), values["batch"]
     notes = []
-    if context < values["context"]:
+    if s.context < values["context"]:
         notes.append(t({
-            "en": f"{name['en']} has a context window of {fmt_int(cfg.max_seq_len)} tokens; the chart stops at {fmt_int(context)}.",
-            "zh-TW": L.zh_join(name["zh-TW"], f"的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元，圖表畫到 {fmt_int(context)} 為止。")},
+            "en": f"{s.name['en']} has a context window of {fmt_int(s.cfg.max_seq_len)} tokens; the chart stops at {fmt_int(s.context)}.",
+            "zh-TW": L.zh_join(s.name["zh-TW"], f"的上下文視窗是 {fmt_int(s.cfg.max_seq_len)} 個詞元，圖表畫到 {fmt_int(s.context)} 為止。")},
             lang))
-    xs = _grid(context)
-    rows = [step_costs_of(cfg, x, values["batch"], nbytes) for x in xs]
-    figures = [_figure_bytes_flops(values, rows, xs, lang), _figure_intensity(values, lang), _figure_energy(lang)]
-    return {"figures": figures, "notes": notes + _notes_step(values, rows, lang) + _notes_energy(values, rows, lang)}
+    xs = _grid(s.context)
+    rows = [step_costs_of(s, x, batch) for x in xs]
+    figures = [_figure_bytes_flops(s, batch, rows, xs, lang), _figure_intensity(values, lang), _figure_energy(lang)]
+    notes += _notes_step(s, rows, lang) + _notes_cache(s, batch, rows, lang) + _notes_energy(s, rows, lang)
+    return {"figures": figures, "notes": notes}

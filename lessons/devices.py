@@ -1,11 +1,12 @@
 """Device presets for the roofline: peak compute and memory bandwidth, each with its source,
-and the number formats a model is run in on that device.
+and the format a model's weights are run in on that device (the KV cache's format is the
+reader's: lessons/cache_bits.py, 16 bits as these devices serve it).
 
 The numbers are the vendors' published peaks (what a datasheet promises, not what a
 kernel achieves); the roofline lesson says so. The laptop preset is *representative*, a
 round-number class we assume, not one product's datasheet — its source string says that.
 It runs a model the way laptops do: 4-bit weights (an 8B model in 16-bit numbers would not
-fit in a laptop's memory, let alone in fp32), next to a 16-bit KV cache.
+fit in a laptop's memory, let alone in fp32).
 """
 from __future__ import annotations
 
@@ -18,9 +19,8 @@ class Device:
     name: dict           # {"en", "zh-TW"}
     peak_flops: float    # FLOP/s of the arithmetic the model runs in (dense, no sparsity)
     bandwidth: float     # bytes/s of main memory (DRAM / HBM)
-    formats: dict        # {"en", "zh-TW"}: the number formats below, in words
+    weights: dict        # {"en", "zh-TW"}: the weights' format, in words
     weight_bits: float   # bits per stored weight, scales included
-    kv_bytes: int        # bytes per cached key / value number
     source: dict         # {"en", "zh-TW"}: where the numbers come from
 
     @property
@@ -39,9 +39,8 @@ DEVICES: dict[str, Device] = {
         name={"en": "Laptop CPU (representative)", "zh-TW": "筆電 CPU（代表性預設）"},
         peak_flops=1.0e12,
         bandwidth=100e9,
-        formats={"en": "4-bit weights (Q4_0), fp16 KV cache", "zh-TW": "4 位元權重（Q4_0）與 fp16 KV 快取"},
+        weights={"en": "4-bit weights (Q4_0)", "zh-TW": "4 位元權重（Q4_0）"},
         weight_bits=Q4_0_BITS,
-        kv_bytes=2,
         source={
             "en": ("Representative preset, not one product: a recent 8–12-core laptop CPU with LPDDR5/5X memory, "
                    "assumed ~100 GB/s and ~1 TFLOP/s (fp32 SIMD FMA on all cores, the arithmetic after the weights "
@@ -58,9 +57,8 @@ DEVICES: dict[str, Device] = {
         name={"en": "NVIDIA H100 SXM", "zh-TW": "NVIDIA H100 SXM"},
         peak_flops=989e12,
         bandwidth=3.35e12,
-        formats={"en": "bf16 weights and KV cache", "zh-TW": "bf16 權重與 KV 快取"},
+        weights={"en": "bf16 weights", "zh-TW": "bf16 權重"},
         weight_bits=16,
-        kv_bytes=2,
         source={
             "en": ("NVIDIA H100 Tensor Core GPU datasheet, SXM5: 3.35 TB/s HBM3, "
                    "989 TFLOP/s BF16 dense (1,979 with sparsity)."),
@@ -73,9 +71,8 @@ DEVICES: dict[str, Device] = {
         name={"en": "NVIDIA H200 SXM", "zh-TW": "NVIDIA H200 SXM"},
         peak_flops=989e12,
         bandwidth=4.8e12,
-        formats={"en": "bf16 weights and KV cache", "zh-TW": "bf16 權重與 KV 快取"},
+        weights={"en": "bf16 weights", "zh-TW": "bf16 權重"},
         weight_bits=16,
-        kv_bytes=2,
         source={
             "en": ("NVIDIA H200 Tensor Core GPU datasheet, SXM: 141 GB HBM3e at 4.8 TB/s, "
                    "989 TFLOP/s BF16 dense (1,979 with sparsity)."),

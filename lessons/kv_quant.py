@@ -17,7 +17,8 @@ import numpy as np
 from engine import QuantKVCache, load_course_model
 from engine.quant_cache import channel_magnitudes, outlier_ratio, random_rotation
 from lessons.base import select
-from lessons.figures import COLORS, figure, floats, fmt_bytes, layout, show_piece, t, table, unique_labels
+from lessons import labels as L
+from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_percent, layout, show_piece, t, table, unique_labels
 from lessons.prompts import encode_prompt, prompt_control
 
 TITLE = {"en": "A quantized KV cache against the float cache", "zh-TW": "量化的 KV 快取與浮點快取對照"}
@@ -115,7 +116,7 @@ def _table_bits_vs_length(config, bits: int, lang):
     tokens weigh less in a longer text."""
     lengths = sorted({16, 64, config.max_seq_len})
     caches = {name: QuantKVCache(config, name, bits, residual=RESIDUAL, seed=SEED) for name in SCHEMES}
-    rows = [[n] + [float(f"{caches[name].bits_per_value_at(n):.3g}") for name in SCHEMES] for n in lengths]
+    rows = [[n] + [caches[name].bits_per_value_at(n) for name in SCHEMES] for n in lengths]
     return table(t({"en": f"Effective bits per number at {bits} bits per code, as the text grows",
                     "zh-TW": f"每個量化碼 {bits} 位元時，文字變長後每個數字實際用掉的位元"}, lang),
                  [t({"en": "positions held", "zh-TW": "存放的位置數"}, lang)] + [t(label, lang) for label in SCHEMES.values()],
@@ -124,7 +125,7 @@ def _table_bits_vs_length(config, bits: int, lang):
 
 def _figure_layers(errors, lang):
     """Per layer, side by side on one log axis: mean KL and the largest change of a weight."""
-    names = [t({"en": f"layer {i + 1}", "zh-TW": f"第 {i + 1} 層"}, lang) for i in range(len(errors))]
+    names = [t(L.layer(i + 1), lang) for i in range(len(errors))]
     kl_name = t({"en": "mean KL(float || quantized)", "zh-TW": "平均 KL（浮點 || 量化）"}, lang)
     d_name = t({"en": "largest |Δ weight|", "zh-TW": "最大的 |權重變化|"}, lang)
     data = [{"type": "bar", "name": kl_name, "x": names, "y": floats(kl for _, kl in errors), "marker": {"color": COLORS["blue"]}},
@@ -134,7 +135,7 @@ def _figure_layers(errors, lang):
     lay = layout("", t({"en": "size of the change (log)", "zh-TW": "變化的大小（對數）"}, lang),
                  barmode="group", yaxis={"type": "log", "exponentformat": "power"})
     cols = [t({"en": "layer", "zh-TW": "層"}, lang), d_name, kl_name]
-    rows = [[n, float(f"{d:.3g}"), float(f"{kl:.3g}")] for n, (d, kl) in zip(names, errors)]
+    rows = [[n, d, kl] for n, (d, kl) in zip(names, errors)]
     return figure("layers", title, data, lay, cols, rows)
 
 
@@ -148,10 +149,10 @@ def _figure_next(tok, first_f, first_q, lang):
              "marker": {"color": color}} for name, p, color in ((FLOAT, pf, COLORS["grey"]), (QUANT, pq, COLORS["blue"]))]
     title = t({"en": "Next token after the prompt: top 5 of each cache", "zh-TW": "提示詞之後的下一個詞元：兩種快取各自的前 5 名"}, lang)
     # a log axis: the first choice is often near 1, and the rest differ by orders of magnitude
-    lay = layout(t({"en": "probability (log)", "zh-TW": "機率（對數）"}, lang), "", barmode="group",
+    lay = layout(t(L.log(L.PROBABILITY), lang), "", barmode="group",
                  yaxis={"autorange": "reversed", "type": "category"}, xaxis={"type": "log", "exponentformat": "power"})
-    cols = [t({"en": "token", "zh-TW": "詞元"}, lang), t(FLOAT, lang), t(QUANT, lang)]
-    rows = [[lbl, float(f"{pf[i]:.4g}"), float(f"{pq[i]:.4g}")] for lbl, i in zip(labels, ids)]
+    cols = [t(L.TOKEN, lang), t(FLOAT, lang), t(QUANT, lang)]
+    rows = [[lbl, float(pf[i]), float(pq[i])] for lbl, i in zip(labels, ids)]
     return figure("next_token", title, data, lay, cols, rows)
 
 
@@ -176,7 +177,7 @@ def _figure_rotation(view, lang):
                  t({"en": "root mean square", "zh-TW": "均方根"}, lang), barmode="group", yaxis={"rangemode": "tozero"})
     cols = [t({"en": "channel", "zh-TW": "通道"}, lang), t({"en": "as stored", "zh-TW": "原本的 key"}, lang),
             t({"en": "after the rotation", "zh-TW": "旋轉之後"}, lang)]
-    rows = [[c, float(f"{b:.4g}"), float(f"{a:.4g}")] for c, b, a in zip(ch, before, after)]
+    rows = [[c, float(b), float(a)] for c, b, a in zip(ch, before, after)]
     return figure("rotation", title, data, lay, cols, rows)
 
 
@@ -190,7 +191,7 @@ def _table_continuation(tok, mine, theirs, split, lang):
         mark = "same" if split is None or i < split else ("split" if i == split else "after")
         rows.append([i + 1, show_piece(a[i]), show_piece(b[i]), t(marks[mark], lang)])
     return table(t({"en": f"Greedy continuation, {STEPS} steps", "zh-TW": f"貪婪解碼的續寫，共 {STEPS} 步"}, lang),
-                 [t({"en": "step", "zh-TW": "步驟"}, lang), t(FLOAT, lang), t(QUANT, lang),
+                 [t(L.STEP, lang), t(FLOAT, lang), t(QUANT, lang),
                   t({"en": "compared", "zh-TW": "比較"}, lang)], rows)
 
 
@@ -222,9 +223,10 @@ def _notes(tok, fcache, qcache, f_tokens, q_tokens, split, errors, view, lang) -
     fbits = 8 * fcache.config.dtype_bytes
     notes = [t({"en": (f"{qcache.length} positions: the quantized cache holds them in {fmt_bytes(qb)} "
                        f"({qcache.bits_per_value:.2f} bits per number, scales and full-precision tokens included), "
-                       f"the float cache in {fmt_bytes(fb)} ({fbits} bits): {fb / qb:.1f}× smaller."),
+                       f"the float cache in {fmt_bytes(fb)} ({fbits} bits): {fmt_percent(qb / fb)} of the float cache's bytes."),
                 "zh-TW": (f"{qcache.length} 個位置：量化快取用 {fmt_bytes(qb)} 存放（每個數字 {qcache.bits_per_value:.2f} 位元，"
-                          f"縮放係數與全精度的詞元都算在內），浮點快取用 {fmt_bytes(fb)}（{fbits} 位元）：小了 {fb / qb:.1f} 倍。")}, lang),
+                          f"縮放係數與全精度的詞元都算在內），浮點快取用 {fmt_bytes(fb)}（{fbits} 位元）："
+                          f"量化快取只要浮點快取的 {fmt_percent(qb / fb)}。")}, lang),
              _scheme_note(qcache, lang)]
     if split is None:
         notes.append(t({"en": f"Both caches chose the same {STEPS} tokens.", "zh-TW": f"兩種快取選出的 {STEPS} 個詞元完全相同。"}, lang))

@@ -4,18 +4,20 @@ A step that does F FLOPs and moves B bytes has arithmetic intensity I = F / B. A
 peak P FLOP/s and bandwidth W bytes/s can run it at most at min(P, I × W) FLOP/s; the two
 roofs meet at the ridge I = P / W. Decode at batch 1 reads every weight to use it once, so
 its I is about 1 FLOP/byte in 16-bit numbers, hundreds of times left of a GPU's ridge.
-FLOPs and bytes come from engine.costs (through lessons/step_costs.py, in the device's number
-formats); the peaks from lessons/devices.py (with sources).
+FLOPs and bytes come from engine.costs (through lessons/step_costs.py: the device's weight
+format, the reader's cache bits, Mistral 7B's sliding window); the peaks from
+lessons/devices.py (with sources).
 """
 from __future__ import annotations
 
 import math
 
 from lessons import labels as L
-from lessons import model_options, step_costs
+from lessons import cache_bits, model_options, step_costs
 from lessons.base import select, slider
 from lessons.devices import DEVICES
-from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_int, fmt_num, fmt_seconds, fmt_si, layout, t
+from lessons.figures import (COLORS, figure, floats, fmt_bytes, fmt_int, fmt_num, fmt_percent, fmt_seconds, fmt_si,
+                             layout, t)
 
 TITLE = {"en": "Roofline: decode is memory-bound", "zh-TW": "Roofline 模型：解碼受限於記憶體"}
 
@@ -31,14 +33,16 @@ CONTROLS = (
     slider("context", {"en": "Context (tokens)", "zh-TW": "上下文（詞元數）"}, 1024, 16, 32768, 16,
            help={"en": "Tokens already in each sequence's KV cache; also the prefill length.",
                  "zh-TW": "每個序列的 KV 快取裡已有的詞元數，也是預填的長度。"}),
+    cache_bits.control(),
 )
 
 
-def points(cfg, context: int, batch: int, dev) -> list[tuple[str, int, int]]:
-    """(kind, FLOPs, bytes) of the steps placed on the roofline, in the device's formats."""
-    f1, w1, kv1 = step_costs.decode_step(cfg, context, 1, dev.weight_bits, dev.kv_bytes)
-    fn, wn, kvn = step_costs.decode_step(cfg, context, batch, dev.weight_bits, dev.kv_bytes)
-    fp, bp = step_costs.prefill(cfg, context, dev.weight_bits, dev.kv_bytes)
+def points(cfg, context: int, batch: int, dev, kv_bits: float) -> list[tuple[str, int, int]]:
+    """(kind, FLOPs, bytes) of the steps placed on the roofline: weights in the device's
+    format, the cache in ``kv_bits`` per number."""
+    f1, w1, kv1 = step_costs.decode_step(cfg, context, 1, dev.weight_bits, kv_bits)
+    fn, wn, kvn = step_costs.decode_step(cfg, context, batch, dev.weight_bits, kv_bits)
+    fp, bp = step_costs.prefill(cfg, context, dev.weight_bits, kv_bits)
     return [("decode1", f1, w1 + kv1), ("decodeN", fn, wn + kvn), ("prefill", fp, bp)]
 
 
@@ -62,6 +66,12 @@ def _roof(dev, pts, lang) -> tuple[dict, list[float]]:
              "hovertemplate": f"%{{x:.3g}} {fl_b}<br>%{{y:.4g}} TFLOP/s<extra></extra>"}, xs)
 
 
+def _formats(dev, kv_bits: float) -> dict:
+    """The step's two number formats in words: "bf16 weights, 16-bit KV cache"."""
+    cache = cache_bits.cache_format(kv_bits)
+    return {"en": f"{dev.weights['en']}, {cache['en']}", "zh-TW": L.zh_join(dev.weights["zh-TW"], "與", cache["zh-TW"])}
+
+
 def _figure_roofline(dev, pts, model_name, values, lang) -> dict:
     roof, xs = _roof(dev, pts, lang)
     data, rows, fl_b = [roof], [], t(L.FLOP_PER_BYTE, lang)
@@ -78,8 +88,9 @@ def _figure_roofline(dev, pts, model_name, values, lang) -> dict:
         rows.append([label, fmt_si(f, "FLOP"), fmt_bytes(b), i, attainable / 1e12,
                      fmt_seconds(max(f / dev.peak_flops, b / dev.bandwidth)), t(bound, lang)])
     side = "right" if dev.ridge > math.sqrt(min(xs) * max(xs)) else "left"  # the wider side: on a phone the text ran off
-    title = t({"en": f"{model_name} on {dev.name['en']}: {dev.formats['en']}",
-               "zh-TW": L.zh_join(model_name, "在", dev.name["zh-TW"], "上：", dev.formats["zh-TW"])}, lang)
+    formats = _formats(dev, cache_bits.bits(values))
+    title = t({"en": f"{model_name} on {dev.name['en']}: {formats['en']}",
+               "zh-TW": L.zh_join(model_name, "在", dev.name["zh-TW"], "上：", formats["zh-TW"])}, lang)
     ridge = t({"en": f" ridge {fmt_num(dev.ridge)} FLOP/byte ", "zh-TW": f" 脊點 {fmt_num(dev.ridge)} FLOP/位元組 "}, lang)
     lay = layout(t(L.log(L.INTENSITY_AXIS), lang), t({"en": "attainable TFLOP/s (log)", "zh-TW": "可達到的 TFLOP/s（對數）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"},
@@ -102,7 +113,7 @@ def _notes(dev, pts, values, lang) -> list[str]:
               "zh-TW": f"運算強度是脊點的 {ratio} 倍（受限於運算）"} if ip >= dev.ridge else
              {"en": f"which brings prefill to {ratio}× the ridge", "zh-TW": f"運算強度提高到脊點的 {ratio} 倍"})
     ridge, peaks = fmt_num(dev.ridge), f"{fmt_si(dev.peak_flops, 'FLOP/s')} ÷ {fmt_si(dev.bandwidth, 'B/s')}"
-    tok_s = fmt_int(dev.bandwidth / pts[0][2])
+    tok_s, formats = fmt_int(dev.bandwidth / pts[0][2]), _formats(dev, cache_bits.bits(values))
     return [
         t({"en": (f"Ridge of {dev.name['en']}: {ridge} FLOP/byte ({peaks}). Decode at batch 1 reaches {fmt_num(i1)} "
                   f"FLOP/byte, {fmt_num(dev.ridge / i1)}× below the ridge: the compute units mostly wait for memory."),
@@ -117,27 +128,66 @@ def _notes(dev, pts, values, lang) -> list[str]:
                   f"{fmt_int(context)} prompt tokens, {where['en']}."),
            "zh-TW": (f"一次解碼 {batch} 個序列，每次讀進來的權重就用了 {batch} 次；預填則讓提示詞的 {fmt_int(context)} 個"
                      f"詞元共用同一次讀取，{where['zh-TW']}。")}, lang),
-        t({"en": (f"Costs from engine.costs with {dev.formats['en']}: matmul FLOPs; the weights read once per step, plus "
+        t({"en": (f"Costs from engine.costs with {formats['en']}: matmul FLOPs; the weights read once per step, plus "
                   f"the KV cache traffic. Peaks are datasheet maxima, not measurements. Source: {dev.source['en']}"),
-           "zh-TW": L.zh_join("成本由 engine.costs 計算，數字格式為", dev.formats["zh-TW"],
+           "zh-TW": L.zh_join("成本由 engine.costs 計算，數字格式為", formats["zh-TW"],
                               f"：只計矩陣乘法的浮點運算次數；每一步讀一次權重，加上 KV 快取的讀寫。"
                               f"峰值是規格表上的上限，不是實測。來源：{dev.source['zh-TW']}")}, lang),
     ]
 
 
+def _notes_cache(cfg, dev, values, lang) -> list[str]:
+    """What the cache weighs in a step, what fewer cache bits buy at batch 1, and a sliding window's cap."""
+    b, batch, context, name = cache_bits.bits(values), values["batch"], values["context"], _model_names(values["model"])
+    _, w1, kv1 = step_costs.decode_step(cfg, context, 1, dev.weight_bits, b)
+    _, wn, kvn = step_costs.decode_step(cfg, context, batch, dev.weight_bits, b)
+    share1, shareN, fmt = fmt_percent(kv1 / (w1 + kv1)), fmt_percent(kvn / (wn + kvn)), cache_bits.cache_format(b)
+    notes = [t({"en": (f"The {fmt['en']} is {share1} of the bytes a step moves at batch 1 and {shareN} at batch {batch}: "
+                       "the larger the batch and the context, the more the cache's bits matter."),
+                "zh-TW": (f"{fmt['zh-TW']}佔每一步搬運量的比例：批次 1 時是 {share1}，批次 {batch} 時是 {shareN}。"
+                          "批次越大、上下文越長，快取的位元數就越要緊。")}, lang)]
+    if b != cache_bits.FULL:
+        notes.append(_bits_note(cfg, dev, values, lang))
+    W = cfg.sliding_window
+    if W and context + 1 > W:
+        notes.append(t({"en": (f"{name['en']} uses sliding-window attention: its rolling-buffer cache keeps the last "
+                               f"{fmt_int(W)} positions, so past {fmt_int(W)} tokens the cache bytes of a step stop growing."),
+                        "zh-TW": L.zh_join(name["zh-TW"], f"使用滑動視窗注意力：環狀緩衝快取只留最新的 {fmt_int(W)} 個位置，"
+                                                          f"所以超過 {fmt_int(W)} 個詞元之後，每一步讀寫的快取位元組就不再增加。")},
+                       lang))
+    return notes
+
+
+def _bits_note(cfg, dev, values, lang) -> str:
+    """The memory ceiling (tokens/s) at batch 1 and at the reader's batch, 16-bit cache against theirs."""
+    b, context = cache_bits.bits(values), values["context"]
+    en, zh = [], []
+    for n in dict.fromkeys((1, values["batch"])):
+        moved = [sum(step_costs.decode_step(cfg, context, n, dev.weight_bits, k)[1:]) for k in (cache_bits.FULL, b)]
+        (was, now), (m0, m1) = (fmt_int(n * dev.bandwidth / m) for m in moved), (fmt_bytes(m) for m in moved)
+        en.append(f"from about {was} to {now} tokens/s at batch {n} ({m0} → {m1} per step)")
+        zh.append(f"批次 {n} 時，從每秒約 {was} 個詞元提高到 {now} 個（每一步 {m0} → {m1}）")
+    return t({"en": f"With {b:g} bits per cached number instead of 16, the memory ceiling rises {' and '.join(en)}. "
+                    "The weights keep their format.",
+              "zh-TW": f"快取從每個數字 16 位元降到 {b:g} 位元，記憶體設下的上限跟著提高：{'；'.join(zh)}。權重的格式不變。"},
+             lang)
+
+
+def _model_names(key: str) -> dict:
+    return {lang: model_options.label(key, lang) for lang in ("en", "zh-TW")}
+
+
 def run(values: dict, lang: str) -> dict:
     dev = DEVICES[values["device"]]
     cfg = model_options.config_for(values["model"])
-    model_name = model_options.label(values["model"], lang)
-    context = min(values["context"], cfg.max_seq_len - 1)
+    name, context = _model_names(values["model"]), min(values["context"], cfg.max_seq_len - 1)
     notes = []
     if context < values["context"]:
         notes.append(t({
-            "en": f"{model_options.label(values['model'], 'en')} has a context window of {fmt_int(cfg.max_seq_len)} tokens; "
-                  f"the context was set to {fmt_int(context)}.",
-            "zh-TW": L.zh_join(model_options.label(values["model"], "zh-TW"),
-                               f"的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元，上下文已改成 {fmt_int(context)}。")},
+            "en": f"{name['en']} has a context window of {fmt_int(cfg.max_seq_len)} tokens; the context was set to {fmt_int(context)}.",
+            "zh-TW": L.zh_join(name["zh-TW"], f"的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元，上下文已改成 {fmt_int(context)}。")},
             lang))
     values = {**values, "context": context}
-    pts = points(cfg, context, values["batch"], dev)
-    return {"figures": [_figure_roofline(dev, pts, model_name, values, lang)], "notes": notes + _notes(dev, pts, values, lang)}
+    pts = points(cfg, context, values["batch"], dev, cache_bits.bits(values))
+    return {"figures": [_figure_roofline(dev, pts, t(name, lang), values, lang)],
+            "notes": notes + _notes(dev, pts, values, lang) + _notes_cache(cfg, dev, values, lang)}

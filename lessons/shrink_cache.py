@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from engine import costs
-from lessons import model_options
+from lessons import cache_bits, model_options
+from lessons import labels as L
 from lessons.base import select, slider
-from lessons.figures import COLORS, HIGHLIGHT, figure, floats, fmt_bytes, fmt_int, layout, t, table
+from lessons.figures import COLORS, HIGHLIGHT, figure, floats, fmt_bytes, fmt_int, fmt_percent, layout, t
 
 TITLE = {"en": "Three levers on the size of the KV cache", "zh-TW": "縮小 KV 快取的三個槓桿"}
 
@@ -23,21 +24,24 @@ LEVERS = {
     "window": {"en": "fewer positions (sliding window)", "zh-TW": "減少位置（滑動視窗）"},
     "bits": {"en": "fewer bits per number", "zh-TW": "減少每個數字的位元"},
 }
-CACHE_BITS = (16, 8, 4, 3.5, 2.5)  # bits per cached number; 3.5 and 2.5: codes plus their scales
+CACHE_BITS = tuple(float(b) for b in cache_bits.VALUES)  # 16 … 2.5 bits per cached number, as the cost lessons offer
 
 CONTROLS = (
     select("lever", {"en": "Lever", "zh-TW": "槓桿"}, "heads", list(LEVERS.items()),
            help={"en": "Which factor of the formula to turn down.", "zh-TW": "要調小公式裡的哪一項。"}),
-    select("model", {"en": "Model", "zh-TW": "模型"}, "Llama 3 8B", model_options.options(),
+    select("model", L.MODEL, "Llama 3 8B", model_options.options(),
            help={"en": "The course model or a published shape; the lever changes one number of it.",
                  "zh-TW": "課程模型或公開的模型形狀；槓桿只改動其中一個數字。"}),
-    slider("context", {"en": "Context length (tokens)", "zh-TW": "上下文長度（詞元數）"}, 8192, 256, 131072, 256,
+    slider("context", L.CONTEXT_LENGTH, 8192, 256, 131072, 256,
            help={"en": "Tokens seen by one sequence (clipped to the model's context window).",
                  "zh-TW": "一個序列讀過的詞元數（超過模型的上下文視窗時會被截短）。"}),
     slider("window", {"en": "Window W (tokens)", "zh-TW": "視窗 W（詞元數）"}, 4096, 16, 32768, 16,
            help={"en": "For the window lever: how many of the newest positions attention may read.",
                  "zh-TW": "滑動視窗槓桿用：注意力最多能讀最新的幾個位置。"}),
 )
+
+
+CACHE = {"en": "cache", "zh-TW": "快取"}
 
 
 def _size(cfg, tokens: int, bits=None) -> float:
@@ -87,7 +91,7 @@ def _figure_heads(cfg, context: int, lang):
     shared = [t({"en": f"each KV head serves {H // kv} query head{'s' if H // kv > 1 else ''}",
                  "zh-TW": f"每個 KV head 供 {H // kv} 個 query head 共用"}, lang) for kv in kvs]
     data = [{"type": "bar", "x": labels, "y": floats(s / div for s in sizes), "text": [fmt_bytes(s) for s in sizes],
-             "textposition": "none", "customdata": shared, "name": t({"en": "KV cache", "zh-TW": "KV 快取"}, lang),
+             "textposition": "none", "customdata": shared, "name": t(L.KV_CACHE, lang),
              "marker": {"color": [HIGHLIGHT if kv == cfg.n_kv_heads else COLORS["blue"] for kv in kvs]},
              "hovertemplate": "%{x}: %{text}<br>%{customdata}<extra></extra>"}]
     title = t({"en": f"{H} query heads, fewer and fewer KV heads: the cache at {fmt_int(context)} tokens",
@@ -95,12 +99,11 @@ def _figure_heads(cfg, context: int, lang):
     lay = layout(t({"en": "KV heads per layer (★ as published)",
                            "zh-TW": "每層 KV head 數（★ 公開設定）"}, lang), unit,
                  showlegend=False, yaxis={"rangemode": "tozero"}, xaxis={"type": "category"})
-    cols = [t({"en": "KV heads", "zh-TW": "KV head 數"}, lang), t({"en": "attention", "zh-TW": "注意力"}, lang),
+    cols = [t(L.KV_HEADS, lang), t({"en": "attention", "zh-TW": "注意力"}, lang),
             t({"en": "query heads per KV head", "zh-TW": "每個 KV head 對應的 query head 數"}, lang),
-            t({"en": "per token", "zh-TW": "每個詞元"}, lang), t({"en": "cache", "zh-TW": "快取"}, lang),
-            t({"en": "share of MHA", "zh-TW": "佔 MHA 的比例"}, lang)]
+            t(L.PER_TOKEN, lang), t(CACHE, lang), t({"en": "share of MHA", "zh-TW": "佔 MHA 的比例"}, lang)]
     rows = [[kv, t(attention_name(H, kv), lang), H // kv, fmt_bytes(_size(replace(cfg, n_kv_heads=kv), 1)),
-             fmt_bytes(s), f"{s / sizes[0]:.1%}"] for kv, s in zip(kvs, sizes)]
+             fmt_bytes(s), fmt_percent(s / sizes[0])] for kv, s in zip(kvs, sizes)]
     return figure("heads", title, data, lay, cols, rows)
 
 
@@ -133,7 +136,7 @@ def _figure_bits(cfg, context: int, lang):
     div, unit = _unit(max(sizes))
     labels = [("★ " if b == own else "") + t({"en": f"{b:g} bits", "zh-TW": f"{b:g} 位元"}, lang) for b in bits]
     data = [{"type": "bar", "x": labels, "y": floats(s / div for s in sizes), "text": [fmt_bytes(s) for s in sizes],
-             "textposition": "none", "name": t({"en": "KV cache", "zh-TW": "KV 快取"}, lang),
+             "textposition": "none", "name": t(L.KV_CACHE, lang),
              "marker": {"color": [HIGHLIGHT if b == own else COLORS["blue"] for b in bits]},
              "hovertemplate": "%{x}: %{text}<extra></extra>"}]
     title = t({"en": f"The cache at {fmt_int(context)} tokens, stored with fewer bits per number",
@@ -141,9 +144,9 @@ def _figure_bits(cfg, context: int, lang):
     lay = layout(t({"en": "bits per number (★ the model's own)",
                            "zh-TW": "每個數字的位元數（★ 模型本身）"}, lang), unit,
                  showlegend=False, yaxis={"rangemode": "tozero"}, xaxis={"type": "category"})
-    cols = [t({"en": "bits per number", "zh-TW": "每個數字的位元數"}, lang), t({"en": "per token", "zh-TW": "每個詞元"}, lang),
-            t({"en": "cache", "zh-TW": "快取"}, lang), t({"en": "share of the model's format", "zh-TW": "佔模型本身格式的比例"}, lang)]
-    rows = [[b, fmt_bytes(_size(cfg, 1, b)), fmt_bytes(s), f"{s / sizes[0]:.1%}"] for b, s in zip(bits, sizes)]
+    cols = [t(L.BITS_PER_NUMBER, lang), t(L.PER_TOKEN, lang), t(CACHE, lang),
+            t({"en": "share of the model's format", "zh-TW": "佔模型本身格式的比例"}, lang)]
+    rows = [[b, fmt_bytes(_size(cfg, 1, b)), fmt_bytes(s), fmt_percent(s / sizes[0])] for b, s in zip(bits, sizes)]
     return figure("bits", title, data, lay, cols, rows)
 
 
@@ -158,9 +161,9 @@ def _heads_note(cfg, name: str, lang) -> str:
     else:
         share = {"en": f"each KV head is shared by {H // KV} query heads", "zh-TW": f"每個 KV head 由 {H // KV} 個 query head 共用"}
     return t({"en": (f"{name} has {H} query heads and {KV} KV heads ({kind['en']}): {share['en']}. With one KV head (MQA) "
-                     f"the cache would be {H}× smaller than with {H} (MHA)."),
+                     f"the cache would be 1/{H} of what {H} KV heads (MHA) hold."),
               "zh-TW": (f"{_zh(name)}有 {H} 個 query head、{KV} 個 KV head（{kind['zh-TW']}）：{share['zh-TW']}。只留一個 KV head（MQA）時，"
-                        f"快取會比 {H} 個（MHA）小 {H} 倍。")}, lang)
+                        f"快取只要 {H} 個 KV head（MHA）時的 1/{H}。")}, lang)
 
 
 def _window_notes(cfg, context: int, W: int, lang) -> list[str]:

@@ -1,14 +1,16 @@
 """cache_size: the calculator's numbers equal the formula on published shapes."""
+import math
 import re
+from fractions import Fraction
 
 import pytest
 
 from engine.shapes import MODEL_SHAPES
 from lessons import registry
 from lessons.base import LessonInputError
-from lessons.cache_size import DTYPES
+from lessons.cache_bits import VALUES as CACHE_BITS
 
-from lesson_checks import check_both_languages, check_describe, check_output, numbers, run_json_ok
+from lesson_checks import check_both_languages, check_describe, check_output, column, numbers, records, run_json_ok
 
 
 def test_defaults_both_languages():
@@ -20,14 +22,25 @@ def _number(s: str) -> int:
     return int(s.replace(",", ""))
 
 
+def _bytes(text: str) -> float:
+    value, unit = text.split()
+    return float(value.replace(",", "")) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[unit]
+
+
+def _formula(s, tokens: int, batch: int, bits: float) -> int:
+    """The cache in whole bytes: K and V × layers × KV heads × head_dim × positions kept × batch × bits ÷ 8,
+    positions capped at the sliding window where the model has one."""
+    kept = tokens if s.sliding_window is None else min(tokens, s.sliding_window)
+    return math.ceil(Fraction(2 * s.n_layers * s.n_kv_heads * s.head_dim * kept * batch) * Fraction(str(bits)) / 8)
+
+
 @pytest.mark.parametrize("model", list(MODEL_SHAPES))
-@pytest.mark.parametrize("dtype", list(DTYPES))
-def test_total_equals_formula(model, dtype):
+@pytest.mark.parametrize("bits", CACHE_BITS)
+def test_total_equals_formula(model, bits):
     s = MODEL_SHAPES[model]
-    nbytes = {"fp32": 4, "fp16": 2, "fp8": 1, "int8": 1}[dtype]
     context, batch = 32768, 3
-    out = check_output(registry.run("cache_size", {"model": model, "dtype": dtype, "context": context, "batch": batch}, "en"))
-    expected = 2 * s.n_layers * s.n_kv_heads * s.head_dim * context * batch * nbytes
+    out = check_output(registry.run("cache_size", {"model": model, "cache_bits": bits, "context": context, "batch": batch}, "en"))
+    expected = _formula(s, context, batch, float(bits))
     m = re.search(r"= ([\d,]+) B =", out["notes"][0])
     assert _number(m.group(1)) == expected
     # the figure's table holds the same number at the reader's context
@@ -36,12 +49,50 @@ def test_total_equals_formula(model, dtype):
     assert sizes[context] == expected
     # and every point of the curve follows the formula
     for ctx, size in sizes.items():
-        assert size == 2 * s.n_layers * s.n_kv_heads * s.head_dim * ctx * batch * nbytes
+        assert size == _formula(s, int(ctx), batch, float(bits))
+
+
+@pytest.mark.parametrize("context", [8192, 32768])
+def test_mistral_stops_at_its_window(context):
+    """Issue 9: the calculator grew Mistral 7B's cache without limit (1 GiB at 8,192 tokens);
+    its rolling-buffer cache keeps the last 4,096 positions: 2 × 32 × 8 × 128 × 4,096 × 2 bytes."""
+    s = MODEL_SHAPES["Mistral 7B"]
+    window_size = 2 * s.n_layers * s.n_kv_heads * s.head_dim * s.sliding_window * 2
+    assert window_size == 512 * 2**20
+    out = registry.run("cache_size", {"model": "Mistral 7B", "context": context, "batch": 1}, "en")
+    assert out["notes"][0].endswith(f"= {window_size:,} B = 512 MiB")
+    assert "4,096 × 1 × 16 ÷ 8" in out["notes"][0]
+    row = [r for r in records(out["tables"][0]) if r["model"] == "Mistral 7B"][0]
+    assert row[f"{context:,} tokens × batch 1"] == "512 MiB" and row["sliding window"] == "4,096"
+    sizes = dict(zip(numbers(out["figures"][0]["table"], "context (tokens)"),
+                     numbers(out["figures"][0]["table"], "KV cache (bytes)")))
+    assert {sizes[c] for c in sizes if c >= 4096} == {window_size}
+    assert any("sliding-window attention" in n and "4,096 positions" in n for n in out["notes"])
+
+
+@pytest.mark.parametrize("bits", ["8", "4", "3.5", "2.5"])
+@pytest.mark.parametrize("model", ["Llama 3 8B", "Mistral 7B"])
+def test_cache_bits_scale_the_cache_and_leave_the_weights(bits, model):
+    values = {"model": model, "context": 65536, "batch": 2}
+    full = registry.run("cache_size", values, "en")["figures"][0]["table"]
+    fewer = registry.run("cache_size", {**values, "cache_bits": bits}, "en")["figures"][0]["table"]
+    assert numbers(fewer, "KV cache (bytes)") == [size * float(bits) / 16 for size in numbers(full, "KV cache (bytes)")]
+    assert column(fewer, "weights") == column(full, "weights")
+
+
+def test_the_weights_format_moves_only_the_weights_line():
+    values = {"model": "Llama 3 8B", "context": 8192}
+    fp16 = registry.run("cache_size", {**values, "dtype": "fp16"}, "en")
+    fp8 = registry.run("cache_size", {**values, "dtype": "fp8"}, "en")
+    tables = [o["figures"][0]["table"] for o in (fp16, fp8)]
+    assert numbers(tables[0], "KV cache (bytes)") == numbers(tables[1], "KV cache (bytes)")
+    weights = [{_bytes(c) for c in column(tbl, "weights")} for tbl in tables]
+    assert len(weights[0]) == len(weights[1]) == 1 and weights[0].pop() == pytest.approx(2 * weights[1].pop(), rel=0.01)
 
 
 def test_published_llama3_8b_is_128_kib_per_token():
     # Meta's config.json: 32 layers, 8 KV heads, head_dim 128; fp16 -> 2*32*8*128*2 = 131072 B
-    out = registry.run("cache_size", {"model": "Llama 3 8B", "dtype": "fp16", "context": 8192, "batch": 1}, "en")
+    out = registry.run("cache_size", {"model": "Llama 3 8B", "context": 8192, "batch": 1}, "en")
     assert "128 KiB" in out["notes"][1]
     assert out["notes"][0].endswith("= 1 GiB")
 
@@ -52,7 +103,8 @@ def test_context_beyond_window_is_flagged():
 
 
 @pytest.mark.parametrize("values", [
-    {"model": "GPT-5"}, {"dtype": "fp4"}, {"context": 10**9}, {"batch": 0}, {"batch": "many"},
+    {"model": "GPT-5"}, {"dtype": "fp4"}, {"cache_bits": "3"}, {"cache_bits": 16}, {"cache_bits": "<img src=x onerror=alert(1)>"},
+    {"context": 10**9}, {"batch": 0}, {"batch": "many"},
     {"context": float("nan")}, {"nonsense": 1},
 ])
 def test_bad_input_is_a_bilingual_error(values):

@@ -33,6 +33,39 @@ def test_cache_bytes_follow_the_formula_and_grow(course):
     assert {r["line"] for r in decode} == {"decode: Llama 3 8B, fp16", "decode: Course model (this site), fp32"}
 
 
+@pytest.mark.parametrize("context", [8192, 32768])
+def test_mistral_cache_traffic_stops_at_the_window(context):
+    """Issue 9: Mistral 7B's cache grew without limit; a step reads at most W = 4,096 positions
+    (plus the new one) and writes one, and the weights read stay the same at every context."""
+    s = MODEL_SHAPES["Mistral 7B"]
+    out = registry.run("data_movement", {"model": "Mistral 7B", "context": context, "batch": 1}, "en")
+    tbl = out["figures"][0]["table"]
+    per_pos = 2 * s.n_layers * s.n_kv_heads * s.head_dim * 2  # fp16
+    for ctx, kv in zip(numbers(tbl, "context (tokens)"), numbers(tbl, "KV cache (bytes)")):
+        assert kv == per_pos * (min(ctx + 1, s.sliding_window) + 1)
+    assert len(set(numbers(tbl, "weights (bytes)"))) == 1
+    assert any("sliding-window attention" in n for n in out["notes"])
+
+
+@pytest.mark.parametrize("bits", ["8", "4", "3.5", "2.5"])
+def test_cache_bits_scale_the_cache_part_only(bits, course):
+    values = {"model": "Llama 3 8B", "context": 32768, "batch": 8}
+    full = registry.run("data_movement", values, "en")
+    fewer = registry.run("data_movement", {**values, "cache_bits": bits}, "en")
+    t16, tb = full["figures"][0]["table"], fewer["figures"][0]["table"]
+    assert numbers(tb, "KV cache (bytes)") == [kv * float(bits) / 16 for kv in numbers(t16, "KV cache (bytes)")]
+    assert numbers(tb, "weights (bytes)") == numbers(t16, "weights (bytes)")
+    assert numbers(tb, "FLOPs") == numbers(t16, "FLOPs")
+    assert f"{bits}-bit KV cache" in fewer["figures"][0]["title"] and f"{bits}-bit KV cache" in fewer["figures"][1]["title"]
+    # a 16-bit reference line appears only when the cache has fewer bits
+    names = [[tr["name"] for tr in o["figures"][0]["figure"]["data"]] for o in (full, fewer)]
+    assert "total with a 16-bit cache" in names[1] and "total with a 16-bit cache" not in names[0]
+    # the intensity of the chosen model rises as its cache shrinks
+    lines = [[number(r["arithmetic intensity (FLOP/byte)"]) for r in records(o["figures"][1]["table"])
+              if r["line"] == "decode: Llama 3 8B, fp16"] for o in (full, fewer)]
+    assert all(b >= a for a, b in zip(*lines)) and lines[1][-1] > lines[0][-1]  # 3 digits: equal at short contexts
+
+
 def test_energy_table_is_horowitz_as_tabulated_by_han(course):
     tbl = registry.run("data_movement", {}, "en")["figures"][2]["table"]
     energy = dict(zip(column(tbl, "operation"), numbers(tbl, "energy (pJ)")))

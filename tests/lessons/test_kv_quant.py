@@ -10,7 +10,9 @@ from lessons import registry
 from lessons.base import LessonInputError
 from lessons.kv_quant import BITS, DEFAULT_PROMPT, RESIDUAL, SCHEMES, STEPS
 
-from lesson_checks import HOSTILE_TEXTS, check_both_languages, check_describe, check_output
+from lesson_checks import HOSTILE_TEXTS, check_both_languages, check_describe, check_output, column, numbers
+
+FLOAT, QUANT = "float cache", "quantized cache"  # the two caches' column names (English)
 
 
 def test_defaults_both_languages(course):
@@ -31,11 +33,12 @@ def test_per_token_bytes_are_codes_plus_two_float16_per_head_and_token(bits, cou
     c = model.config
     out = registry.run("kv_quant", {"scheme": "per_token", "bits": str(bits)}, "en")
     n = len(tok.encode(DEFAULT_PROMPT)) + STEPS - 1  # the last token is never fed back
-    rows = out["figures"][0]["table"]["rows"]
+    tbl = out["figures"][0]["table"]
     per_head_token = c.head_dim * bits // 8 + 2 * 2  # packed codes + float16 scale and zero point
-    assert [r[2] for r in rows] == [2 * c.n_layers * c.n_kv_heads * c.head_dim * 4 * n,  # float32 cache
-                                    2 * c.n_layers * c.n_kv_heads * n * c.head_dim * bits // 8,
-                                    2 * c.n_layers * c.n_kv_heads * n * 4, 0]
+    assert column(tbl, "part") == ["float32 numbers", "codes", "scales + zero points", "full-precision newest tokens"]
+    assert numbers(tbl, "bytes") == [2 * c.n_layers * c.n_kv_heads * c.head_dim * 4 * n,  # float32 cache
+                                     2 * c.n_layers * c.n_kv_heads * n * c.head_dim * bits // 8,
+                                     2 * c.n_layers * c.n_kv_heads * n * 4, 0]
     assert f"{8 * 2 * c.n_layers * c.n_kv_heads * n * per_head_token / (2 * c.n_layers * c.n_kv_heads * c.head_dim * n):.2f} bits" in out["notes"][0]
 
 
@@ -43,14 +46,15 @@ def test_next_token_columns_are_the_two_caches_distributions(course):
     model, tok = course
     ids = tok.encode(DEFAULT_PROMPT)
     out = registry.run("kv_quant", {"scheme": "kivi", "bits": "2"}, "en")
-    rows = out["figures"][2]["table"]["rows"]
-    for cache_col, cache in ((1, model.new_cache()), (2, QuantKVCache(model.config, "kivi", 2, residual=RESIDUAL))):
+    tbl = out["figures"][2]["table"]
+    for name, cache in ((FLOAT, model.new_cache()), (QUANT, QuantKVCache(model.config, "kivi", 2, residual=RESIDUAL))):
         logits = model.forward(ids, cache=cache)[-1].astype(np.float64)
         p = np.exp(logits - logits.max())
         p /= p.sum()
-        top = set(np.argsort(-p)[:5].tolist())
-        shown = {round(r[cache_col], 3) for r in rows}
-        assert {round(float(f"{p[i]:.4g}"), 3) for i in top} <= shown
+        top = np.argsort(-p)[:5]
+        shown = numbers(tbl, name)  # 3 significant digits
+        for i in top:
+            assert any(v == pytest.approx(p[i], rel=6e-3, abs=1e-12) for v in shown), (name, p[i], shown)
 
 
 @pytest.mark.parametrize("prompt,scheme,bits", [(DEFAULT_PROMPT, "per_token", "3"), (DEFAULT_PROMPT, "per_token", "2"),
@@ -58,7 +62,7 @@ def test_next_token_columns_are_the_two_caches_distributions(course):
 def test_continuations_and_the_first_divergence(prompt, scheme, bits, course):
     model, tok = course
     out = registry.run("kv_quant", {"prompt": prompt, "scheme": scheme, "bits": bits}, "en")
-    rows = out["tables"][0]["rows"]
+    tbl = out["tables"][0]
     ids = tok.encode(prompt)
     want = {}
     for name, cache in (("float", model.new_cache()), ("quant", QuantKVCache(model.config, scheme, int(bits), residual=RESIDUAL))):
@@ -68,10 +72,11 @@ def test_continuations_and_the_first_divergence(prompt, scheme, bits, course):
             x = model.forward(toks[-1:], cache=cache, last_only=True)
         want[name] = toks
     from lessons.figures import show_piece
-    assert [r[1] for r in rows] == [show_piece(p) for p in tok.pieces(want["float"])]
-    assert [r[2] for r in rows] == [show_piece(p) for p in tok.pieces(want["quant"])]
+    assert column(tbl, FLOAT) == [show_piece(p) for p in tok.pieces(want["float"])]
+    assert column(tbl, QUANT) == [show_piece(p) for p in tok.pieces(want["quant"])]
+    assert numbers(tbl, "step") == list(range(1, STEPS + 1))
     split = next((i for i, (a, b) in enumerate(zip(want["float"], want["quant"])) if a != b), None)
-    marks = [r[3] for r in rows]
+    marks = column(tbl, "compared")
     if split is None:
         assert set(marks) == {"same"} and any("same 16 tokens" in n for n in out["notes"])
     else:
@@ -83,17 +88,22 @@ def test_continuations_and_the_first_divergence(prompt, scheme, bits, course):
 def test_attention_error_falls_with_more_bits(course):
     kl = {}
     for bits in ("2", "4", "8", "16"):
-        rows = registry.run("kv_quant", {"bits": bits}, "en")["figures"][1]["table"]["rows"]
-        assert all(r[1] >= 0 and r[2] >= 0 for r in rows)
-        kl[bits] = sum(r[2] for r in rows)
+        tbl = registry.run("kv_quant", {"bits": bits}, "en")["figures"][1]["table"]
+        worst, mean_kl = numbers(tbl, "largest |Δ weight|"), numbers(tbl, "mean KL(float || quantized)")
+        assert len(worst) == len(mean_kl) == course[0].config.n_layers
+        assert min(worst + mean_kl) >= 0
+        kl[bits] = sum(mean_kl)
     assert kl["2"] > kl["4"] > kl["8"] > kl["16"]
 
 
 def test_rotation_figure_keeps_the_keys_energy(course):
-    rows = registry.run("kv_quant", None, "en")["figures"][3]["table"]["rows"]
+    fig = registry.run("kv_quant", None, "en")["figures"][3]
     model, _ = course
-    assert [r[0] for r in rows] == list(range(model.config.head_dim))
-    before, after = (np.array([r[i] for r in rows]) for i in (1, 2))
+    assert numbers(fig["table"], "channel") == list(range(model.config.head_dim))
+    # the figure's data (6 significant digits) rather than the table's 3-digit display
+    bars = {tr["name"]: np.array(tr["y"]) for tr in fig["figure"]["data"]}
+    before, after = bars["as stored"], bars["after the rotation"]
+    assert np.allclose(before, numbers(fig["table"], "as stored"), rtol=5e-3)
     assert np.sum(before**2) == pytest.approx(np.sum(after**2), rel=1e-3)  # a rotation keeps lengths
     assert not np.allclose(before, after, rtol=0.05)
 
@@ -122,9 +132,9 @@ def test_odd_prompts_give_plain_data(prompt, course):
 @pytest.mark.parametrize("bits", [2, 3, 4, 8])
 def test_effective_bits_table(bits, course):
     model, _ = course
-    rows = registry.run("kv_quant", {"bits": str(bits)}, "en")["tables"][1]["rows"]
-    assert [r[0] for r in rows] == [16, 64, model.config.max_seq_len]
-    per_token, kivi, rotated = ([r[i] for r in rows] for i in (1, 2, 3))
+    tbl = registry.run("kv_quant", {"bits": str(bits)}, "en")["tables"][1]
+    assert numbers(tbl, "positions held") == [16, 64, model.config.max_seq_len]
+    per_token, kivi, rotated = (numbers(tbl, SCHEMES[name]["en"]) for name in ("per_token", "kivi", "rotated"))
     one_scale = bits + 2 * 16 / model.config.head_dim  # float16 scale + zero point per head and token
     assert per_token == rotated == [pytest.approx(one_scale, rel=1e-3)] * 3
     assert kivi[0] > kivi[1] > kivi[2] > bits  # the full-precision tokens weigh less in longer texts

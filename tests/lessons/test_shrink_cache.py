@@ -1,4 +1,7 @@
-"""shrink_cache: each lever's sizes equal the formula on published shapes, named and capped right."""
+"""shrink_cache: each lever's sizes equal the formula on published shapes, named and capped right.
+
+Table cells are display strings: columns are read by name (lesson_checks), byte sizes through
+``_bytes`` below, and every expected size is the formula written out here from the shape."""
 import re
 
 import pytest
@@ -9,13 +12,19 @@ from lessons.base import LessonInputError
 from lessons.figures import HIGHLIGHT
 from lessons.shrink_cache import LEVERS
 
-from lesson_checks import check_both_languages, check_describe, check_output
+from lesson_checks import check_both_languages, check_describe, check_output, column, number, numbers, records
+
+UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 
 def _bytes(text: str) -> float:
-    """'1.5 GiB' -> bytes (the lesson's display format)."""
+    """'1.5 GiB' -> bytes (the lesson's display format, one decimal)."""
     value, unit = text.split()
-    return float(value.replace(",", "")) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[unit]
+    return number(value) * UNITS[unit]
+
+
+def _fp16_per_token(s, kv_heads=None) -> int:
+    return 2 * s.n_layers * (s.n_kv_heads if kv_heads is None else kv_heads) * s.head_dim * 2
 
 
 @pytest.mark.parametrize("lever", list(LEVERS))
@@ -29,34 +38,48 @@ def test_every_lever_in_both_languages(lever, model, course):
 def test_heads_lever_sweeps_mha_to_mqa_for_the_same_query_heads(model):
     s = MODEL_SHAPES[model]
     out = check_output(registry.run("shrink_cache", {"lever": "heads", "model": model, "context": 4096}, "en"))
-    rows = out["figures"][0]["table"]["rows"]
-    assert [r[0] for r in rows] == [kv for kv in range(s.n_heads, 0, -1) if s.n_heads % kv == 0]
-    assert rows[0][1] == "MHA" and rows[-1][1] == "MQA" and {r[1] for r in rows[1:-1]} == {"GQA"}
-    for kv, _, shared, per_token, cache, _ in rows:
-        assert shared * kv == s.n_heads
+    tbl = out["figures"][0]["table"]
+    kvs = numbers(tbl, "KV heads")
+    assert kvs == [kv for kv in range(s.n_heads, 0, -1) if s.n_heads % kv == 0]
+    names = column(tbl, "attention")
+    assert names[0] == "MHA" and names[-1] == "MQA" and set(names[1:-1]) == {"GQA"}
+    for kv, row in zip(kvs, records(tbl)):
+        assert number(row["query heads per KV head"]) * kv == s.n_heads
         # shown with one decimal: 1.2 MiB stands for 1.25 MiB
-        assert _bytes(per_token) == pytest.approx(2 * s.n_layers * kv * s.head_dim * 2, rel=0.05)  # fp16
-        assert _bytes(cache) == pytest.approx(2 * s.n_layers * kv * s.head_dim * 4096 * 2, rel=0.05)
+        assert _bytes(row["per token"]) == pytest.approx(_fp16_per_token(s, kv), rel=0.05)
+        assert _bytes(row["cache"]) == pytest.approx(_fp16_per_token(s, kv) * 4096, rel=0.05)
+        assert number(row["share of MHA"]) == pytest.approx(kv / s.n_heads, rel=5e-3)
     colors = out["figures"][0]["figure"]["data"][0]["marker"]["color"]
-    assert [i for i, c in enumerate(colors) if c == HIGHLIGHT] == [[r[0] for r in rows].index(s.n_kv_heads)]
+    assert [i for i, c in enumerate(colors) if c == HIGHLIGHT] == [kvs.index(s.n_kv_heads)]
     assert any(f"{s.n_kv_heads} KV heads" in n for n in out["notes"])
+
+
+@pytest.mark.parametrize("lang, mqa", [("en", "1/32 of what 32 KV heads"), ("zh-TW", "只要 32 個 KV head（MHA）時的 1/32")])
+def test_mqa_saving_is_said_as_a_fraction(lang, mqa):
+    """Issue 11's review: 「小 32 倍」 ("32x smaller") read as translated; the note says the fraction."""
+    notes = registry.run("shrink_cache", {"lever": "heads", "model": "Llama 3 8B"}, lang)["notes"]
+    assert any(mqa in n for n in notes) and not any("倍" in n or "smaller" in n for n in notes)
 
 
 def test_window_lever_caps_at_w_and_the_full_cache_keeps_growing():
     out = registry.run("shrink_cache", {"lever": "window", "model": "Llama 3 8B", "context": 8192, "window": 2048}, "en")
-    rows = out["figures"][0]["table"]["rows"]
-    per_token = 2 * 32 * 8 * 128 * 2
-    for tokens, full, windowed in rows:
-        assert _bytes(full) == pytest.approx(tokens * per_token, rel=1e-3)
-        assert _bytes(windowed) == pytest.approx(min(tokens, 2048) * per_token, rel=1e-3)
-    assert rows[-1][0] == 8192 and _bytes(rows[-1][2]) == 256 * 2**20 and _bytes(rows[-1][1]) == 2**30
+    tbl = out["figures"][0]["table"]
+    per_token = _fp16_per_token(MODEL_SHAPES["Llama 3 8B"])
+    seen = numbers(tbl, "tokens seen")
+    full, windowed = column(tbl, "every position kept"), column(tbl, "window W = 2,048")
+    for tokens, f, w in zip(seen, full, windowed):
+        assert _bytes(f) == pytest.approx(tokens * per_token, rel=1e-3)
+        assert _bytes(w) == pytest.approx(min(tokens, 2048) * per_token, rel=1e-3)
+    assert seen[-1] == 8192 and _bytes(windowed[-1]) == 256 * 2**20 and _bytes(full[-1]) == 2**30
     assert any("65,536 positions back" in n for n in out["notes"])  # 32 layers x 2,048
 
 
-def test_mistral_is_capped_by_its_own_window_whatever_the_lever():
-    out = registry.run("shrink_cache", {"lever": "heads", "model": "Mistral 7B", "context": 32768}, "en")
-    published = [r for r in out["figures"][0]["table"]["rows"] if r[0] == 8][0]
-    assert published[4] == "512 MiB"  # 4,096 positions x 128 KiB, not 32,768 x 128 KiB = 4 GiB
+@pytest.mark.parametrize("context", [8192, 32768])
+def test_mistral_is_capped_by_its_own_window_whatever_the_lever(context):
+    s = MODEL_SHAPES["Mistral 7B"]
+    out = registry.run("shrink_cache", {"lever": "heads", "model": "Mistral 7B", "context": context}, "en")
+    published = [r for r in records(out["figures"][0]["table"]) if number(r["KV heads"]) == s.n_kv_heads][0]
+    assert _bytes(published["cache"]) == _fp16_per_token(s) * s.sliding_window == 512 * 2**20  # not context x 128 KiB
     assert any("sliding window of 4,096" in n for n in out["notes"])
     out = registry.run("shrink_cache", {"lever": "window", "model": "Mistral 7B", "window": 1024}, "en")
     assert len(out["figures"][0]["figure"]["data"]) == 3  # no window, the reader's W, the published W
@@ -65,15 +88,16 @@ def test_mistral_is_capped_by_its_own_window_whatever_the_lever():
 @pytest.mark.parametrize("model", ["course", "Llama 3 8B"])
 def test_bits_lever_scales_with_bits_per_number(model, course):
     out = registry.run("shrink_cache", {"lever": "bits", "model": model, "context": 256}, "en")
-    rows = out["figures"][0]["table"]["rows"]
-    own = rows[0][0]
+    tbl = out["figures"][0]["table"]
+    bits, caches = numbers(tbl, "bits per number"), [_bytes(c) for c in column(tbl, "cache")]
+    own = bits[0]
     assert own == (32 if model == "course" else 16)
-    assert [r[0] for r in rows[1:]] == [b for b in (16, 8, 4, 3.5, 2.5) if b < own]
-    for b, _, cache, share in rows:
-        assert _bytes(cache) == pytest.approx(_bytes(rows[0][2]) * b / own, rel=2e-3)
-        assert share == f"{b / own:.1%}"
+    assert bits[1:] == [b for b in (16, 8, 4, 3.5, 2.5) if b < own]
+    for b, cache, share in zip(bits, caches, numbers(tbl, "share of the model's format")):
+        assert cache == pytest.approx(caches[0] * b / own, rel=2e-3)
+        assert share == pytest.approx(b / own, rel=5e-3)
     m = re.search(r"× 2\.5 ÷ 8 = ([\d,]+) B", " ".join(out["notes"]))
-    assert int(m.group(1).replace(",", "")) == _bytes(rows[0][2]) * 2.5 / own
+    assert number(m.group(1)) == caches[0] * 2.5 / own
 
 
 def test_context_past_the_model_window_is_clipped_and_said(course):

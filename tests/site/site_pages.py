@@ -18,6 +18,7 @@ PAGES = (
     "plates/04-attention",
     "plates/05-kv-cache",
     "plates/06-data-movement",
+    "plates/07-shrinking-the-cache",
     "glossary",
     "benchmarks",
     "references",

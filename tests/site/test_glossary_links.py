@@ -15,7 +15,9 @@ NO_GLOSSARY_LINK = {"glossary", "authors", "references"}
 GLOSSARY_IDS = """token tokenizer token-id vocabulary bpe embedding vector transformer layer attention
 query key value kv-cache prefill decode autoregressive logits softmax temperature top-k top-p
 context-window rope rmsnorm gqa feed-forward flops bandwidth hbm sram roofline
-arithmetic-intensity memory-bound compute-in-memory pca cosine-similarity pyodide""".split()
+arithmetic-intensity memory-bound compute-in-memory pca cosine-similarity pyodide
+mha mqa sliding-window rolling-buffer quantization quant-group scale zero-point effective-bits
+outlier rotation""".split()
 
 LINK = re.compile(r"\]\((?:\.\./)*glossary\.md(?:#([^)\s]*))?\)")
 
