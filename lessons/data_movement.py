@@ -37,7 +37,7 @@ ENERGY_SOURCE = {
 ENERGY_PJ = [  # (key, label, picojoules)
     ("add", {"en": "32-bit float add", "zh-TW": "32 位元浮點加法"}, 0.9),
     ("mult", {"en": "32-bit float multiply", "zh-TW": "32 位元浮點乘法"}, 3.7),
-    ("sram", {"en": "32-bit read, 8 KB SRAM", "zh-TW": "32 位元讀取（8 KB SRAM）"}, 5.0),
+    ("sram", {"en": "32-bit read, on-chip SRAM", "zh-TW": "32 位元讀取（晶片內 SRAM）"}, 5.0),
     ("dram", {"en": "32-bit read, DRAM", "zh-TW": "32 位元讀取（DRAM）"}, 640.0),
 ]
 _PJ = {k: pj for k, _, pj in ENERGY_PJ}
