@@ -70,7 +70,7 @@ def test_energy_table_is_horowitz_as_tabulated_by_han(course):
     tbl = registry.run("data_movement", {}, "en")["figures"][2]["table"]
     energy = dict(zip(column(tbl, "operation"), numbers(tbl, "energy (pJ)")))
     # Han et al., NIPS 2015, Fig. 1 (45 nm, from Horowitz, ISSCC 2014)
-    assert energy == {"32-bit float add": 0.9, "32-bit float multiply": 3.7, "32-bit read, 8 KB SRAM": 5.0,
+    assert energy == {"32-bit float add": 0.9, "32-bit float multiply": 3.7, "32-bit read, on-chip SRAM": 5.0,
                       "32-bit read, DRAM": 640.0}
     assert all("ISSCC 2014" in c and "NIPS 2015" in c for c in column(tbl, "source"))
 
