@@ -2,9 +2,9 @@
 reader's requests three ways in the same memory -- contiguous max-length reservations, the
 engine's paged cache, and the paged cache with a shared prefix -- with the course model
 computing every token once (the other paged run stores the same entries through its own
-pool). The figures show which request holds each block, step by
-step, how much of the memory held entries, and how many requests ran at once. Beside it, the
-same mix for Llama 3 8B on an 80 GB and a 141 GB GPU, from the formula (engine.serving).
+pool). The figures show which request holds each block, step by step, how much of the memory
+held entries, and how many requests ran at once. Beside it, the same mix for Llama 3 8B on an
+80 GB and a 141 GB GPU, from the formula (engine.serving).
 """
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import numpy as np
 
 from engine import costs, load_course_model, serving
 from engine.shapes import MODEL_SHAPES, config_from_shape
+from lessons import labels as L
 from lessons.base import LessonInputError, select, slider
-from lessons.figures import COLORS, SEQUENCE, figure, floats, fmt_bytes, fmt_int, layout, t, table
+from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_int, fmt_num, layout, t, table
 from lessons.serving_sim import PREFIX, SHARED, Request, min_blocks, run_contiguous, run_paged
 
 TITLE = {"en": "A server on a paged KV cache", "zh-TW": "用分頁 KV 快取服務多個請求"}
@@ -40,7 +41,8 @@ CONTROLS = (
     slider("answer", {"en": "Longest answer (tokens)", "zh-TW": "最長回答（詞元數）"}, 6, 1, 32, 1,
            help={"en": "Each answer stops somewhere between a quarter of this and this (drawn, seeded); "
                        "a contiguous server must reserve room for the longest.",
-                 "zh-TW": "每個回答在這個長度的四分之一到全長之間停止（固定種子抽出）；連續配置的伺服器必須替最長的情況預留空間。"}),
+                 "zh-TW": "每個回答的長度落在這個值的四分之一到全長之間（用固定的亂數種子抽出）；"
+                          "連續配置的伺服器必須替最長的情況預留空間。"}),
     slider("block", {"en": "Block size (tokens)", "zh-TW": "區塊大小（詞元數）"}, 4, 1, 16, 1),
     slider("pool", {"en": "Cache memory (token slots)", "zh-TW": "快取記憶體（可存幾個詞元）"}, 40, 8, 512, 8,
            help={"en": "The memory all three servers get, counted in tokens it can hold (every layer, K and V).",
@@ -61,12 +63,20 @@ SCHEME_COLORS = {"contiguous": COLORS["vermillion"], "paged": COLORS["blue"], "s
 REQUEST_COLORS = [COLORS[k] for k in ("blue", "orange", "green", "vermillion", "sky", "purple", "yellow")] + ["#999933"]
 SHARED_COLOR, PREFIX_COLOR = COLORS["grey"], "#C8C8C8"
 
+# Labels this lesson uses more than once (shared ones come from lessons/labels.py).
+SERVER = {"en": "server", "zh-TW": "伺服器"}
+SERVER_STEP = {"en": "server step", "zh-TW": "伺服器步驟"}
+REQUEST = {"en": "request", "zh-TW": "請求"}
+AT_ONCE = {"en": "requests at once (most)", "zh-TW": "同時執行的請求數（最多）"}
+HOLDS = {"en": "holds entries", "zh-TW": "存有內容"}
+
 SYSTEM_TEXT = ("You are a patient librarian. Answer every reader in short, plain sentences, and say so "
                "when you do not know. Keep to the books on the shelf.")
 QUESTIONS = ("Where do the cats sleep at night?", "What does a key open?", "Why is the sky blue today?",
              "Which book should I read first?", "How far is the sea from here?", "Who wrote the old song?",
              "When does the library close?", "What is the queen eating?")
 ANSWER_SEED = 8
+ANSWER_SHOWN = 6  # tokens of each answer the requests table shows (the default longest answer)
 REAL_SHAPE = "Llama 3 8B"
 REAL_BLOCK = 16  # vLLM's default block size (Kwon et al., SOSP 2023, section 7.2)
 FP16 = 2
@@ -78,7 +88,7 @@ def _r(i: int) -> str:
 
 def _of(whole: str, part: str, lang: str) -> str:
     """'scheme: column' with the colon of the reader's language."""
-    return f"{whole}：{part}" if lang == "zh-TW" else f"{whole}: {part}"
+    return f"{whole}{t(L.COLON, lang)}{part}"
 
 
 def _slot() -> int:
@@ -139,7 +149,7 @@ def simulate(values: dict) -> tuple[list[Request], dict]:
     return requests, {"contiguous": contiguous, "paged": paged, "shared": shared}
 
 
-# --------------------------------------------------------------------------- figures
+# --------------------------------------------------------------------------- the block maps
 
 
 def _block_labels(n: int, lang: str) -> list[str]:
@@ -155,40 +165,55 @@ def _discrete_scale(colors: list[str]) -> list:
     return scale
 
 
-def _figure_block_map(run, scheme: str, n_req: int, lang: str) -> dict:
-    names = _block_labels(n_req, lang)
-    colors = REQUEST_COLORS[:n_req] + [SHARED_COLOR, PREFIX_COLOR]
-    kinds = [k for k in range(n_req)] + [k for k in (SHARED, PREFIX) if any(k in s.blocks for s in run.steps)]
-    code = {k: i for i, k in enumerate(kinds)}  # category -> colour band (only kinds this run has)
-    labels = [names[k if k >= 0 else n_req - 1 - k] for k in kinds]
-    band_colors = [colors[k if k >= 0 else n_req - 1 - k] for k in kinds]
+def _map_bands(run, n_req: int, lang: str) -> tuple[list[list], list[str], list[str]]:
+    """(z: per step, per block, its colour band or None; band labels; band colours).
+
+    Requests keep their band in every map; the shared and prefix bands exist only where the
+    run has such blocks, so a legend never lists a category the map does not show.
+    """
+    names, colors = _block_labels(n_req, lang), REQUEST_COLORS[:n_req] + [SHARED_COLOR, PREFIX_COLOR]
+    kinds = list(range(n_req)) + [k for k in (SHARED, PREFIX) if any(k in s.blocks for s in run.steps)]
+    where = [k if k >= 0 else n_req - 1 - k for k in kinds]  # SHARED -> n_req, PREFIX -> n_req + 1
+    code = {k: i for i, k in enumerate(kinds)}
     z = [[None if b is None else code[b] for b in s.blocks] for s in run.steps]
+    return z, [names[w] for w in where], [colors[w] for w in where]
+
+
+def _held(row: list, labels: list[str], lang: str) -> str:
+    """'R1: 2, shared: 1' -- the blocks each holder has in one step of the map."""
+    sep = t({"en": ", ", "zh-TW": "、"}, lang)
+    held = [f"{labels[c]}{t(L.COLON, lang)}{row.count(c)}" for c in range(len(labels)) if c in row]
+    return sep.join(held) or "—"
+
+
+def _figure_block_map(run, scheme: str, n_req: int, lang: str) -> dict:
+    z, labels, band_colors = _map_bands(run, n_req, lang)
     text = [["—" if c is None else labels[c] for c in row] for row in z]
     steps = list(range(1, len(run.steps) + 1))
-    blk, stp = t({"en": "block", "zh-TW": "區塊"}, lang), t({"en": "step", "zh-TW": "步驟"}, lang)
+    hover = t({"en": "step %{y}, block %{x}: %{text}", "zh-TW": "第 %{y} 步，區塊 %{x}：%{text}"}, lang)
     data = [{"type": "heatmap", "z": z, "x": list(range(len(run.steps[0].blocks))), "y": steps, "text": text,
-             "zmin": -0.5, "zmax": len(kinds) - 0.5, "colorscale": _discrete_scale(band_colors), "xgap": 1, "ygap": 1,
-             "colorbar": {"tickvals": list(range(len(kinds))), "ticktext": labels, "thickness": 12, "outlinewidth": 0},
-             "hovertemplate": f"{stp} %{{y}}, {blk} %{{x}}: %{{text}}<extra></extra>"}]
+             "zmin": -0.5, "zmax": len(labels) - 0.5, "colorscale": _discrete_scale(band_colors), "xgap": 1, "ygap": 1,
+             "colorbar": {"tickvals": list(range(len(labels))), "ticktext": labels, "thickness": 12, "outlinewidth": 0},
+             "hovertemplate": hover + "<extra></extra>"}]
     title = t({"en": f"Block map, {SCHEME_NAMES[scheme]['en']}: who holds each block",
                "zh-TW": f"區塊圖，{SCHEME_NAMES[scheme]['zh-TW']}：每個區塊在誰手上"}, lang)
-    lay = layout(title, t({"en": "block in the pool", "zh-TW": "區塊池中的區塊編號"}, lang),
-                 t({"en": "server step", "zh-TW": "伺服器步驟"}, lang), yaxis={"autorange": "reversed"})
-    cols = [stp, t({"en": "running", "zh-TW": "執行中"}, lang), t({"en": "waiting", "zh-TW": "等待中"}, lang),
+    lay = layout(t({"en": "block in the pool", "zh-TW": "區塊池中的區塊編號"}, lang), t(SERVER_STEP, lang),
+                 yaxis={"autorange": "reversed"})
+    cols = [t(L.STEP, lang), t({"en": "running", "zh-TW": "執行中"}, lang), t({"en": "waiting", "zh-TW": "等待中"}, lang),
             t({"en": "blocks held (shared ones once)", "zh-TW": "佔用的區塊（共享的只算一次）"}, lang),
             t({"en": "free blocks", "zh-TW": "空閒區塊"}, lang)]
-    rows = [[i, " ".join(map(_r, s.running)) or "—", " ".join(map(_r, s.waiting)) or "—",
-             ", ".join(f"{labels[c]}: {sum(x == c for x in row)}" for c in range(len(labels)) if c in row) or "—",
-             sum(c is None for c in row)] for i, s, row in zip(steps, run.steps, z)]
+    rows = [[i, " ".join(map(_r, s.running)) or "—", " ".join(map(_r, s.waiting)) or "—", _held(row, labels, lang),
+             row.count(None)] for i, s, row in zip(steps, run.steps, z)]
     return figure(f"block_map_{scheme}", title, data, lay, cols, rows)
 
 
+# --------------------------------------------------------------------------- memory and fit
+
+
 def _figure_memory(runs: dict, lang: str) -> dict:
-    kib, data = 1024, []
-    held = t({"en": "holds entries", "zh-TW": "存有內容"}, lang)
+    kib, data, held = 1024, [], t(HOLDS, lang)
     for name, run in runs.items():
-        x, label = list(range(1, len(run.steps) + 1)), t(SCHEME_NAMES[name], lang)
-        color = SCHEME_COLORS[name]
+        x, label, color = list(range(1, len(run.steps) + 1)), t(SCHEME_NAMES[name], lang), SCHEME_COLORS[name]
         data.append({"type": "scatter", "mode": "lines", "name": label, "x": x, "line": {"color": color, "shape": "hv"},
                      "y": floats(s.reserved / kib for s in run.steps)})
         data.append({"type": "scatter", "mode": "lines", "name": _of(label, held, lang), "x": x, "showlegend": False,
@@ -199,12 +224,12 @@ def _figure_memory(runs: dict, lang: str) -> dict:
                  "line": {"color": COLORS["grey"], "width": 1}})
     title = t({"en": "Memory reserved (solid) and holding entries (dotted), step by step",
                "zh-TW": "每一步預留的記憶體（實線）與真正存有內容的部分（虛線）"}, lang)
-    lay = layout(title, t({"en": "server step", "zh-TW": "伺服器步驟"}, lang), "KiB", yaxis={"rangemode": "tozero"})
-    cols = [t({"en": "step", "zh-TW": "步驟"}, lang)] + [
-        _of(t(SCHEME_NAMES[n], lang), w, lang) for n in runs
-        for w in (t({"en": "reserved (B)", "zh-TW": "預留（B）"}, lang), t({"en": "holds entries (B)", "zh-TW": "存有內容（B）"}, lang))]
+    lay = layout(t(SERVER_STEP, lang), "KiB", yaxis={"rangemode": "tozero"})
+    parts = (t({"en": "reserved (B)", "zh-TW": "預留（B）"}, lang), t({"en": "holds entries (B)", "zh-TW": "存有內容（B）"}, lang))
+    cols = [t(L.STEP, lang)] + [_of(t(SCHEME_NAMES[n], lang), p, lang) for n in runs for p in parts]
+    # a server that had already finished (or never started) has no value at that step: an empty cell
     rows = [[i + 1] + [v for r in runs.values() for v in ((r.steps[i].reserved, r.steps[i].used)
-                                                        if i < len(r.steps) else ("—", "—"))] for i in range(longest)]
+                                                        if i < len(r.steps) else (None, None))] for i in range(longest)]
     return figure("memory", title, data, lay, cols, rows)
 
 
@@ -226,36 +251,32 @@ def _figure_waste(runs: dict, slot: int, lang: str) -> dict:
     ratios = [per_token(r, slot) or (0.0, 0.0) for r in runs.values()]
     held, empty = t({"en": "holds an entry", "zh-TW": "存有內容"}, lang), t({"en": "reserved, empty", "zh-TW": "預留但空著"}, lang)
     data = [{"type": "bar", "name": held, "x": names, "y": floats(u for _r, u in ratios), "marker": {"color": COLORS["green"]},
-             "text": [f"{u:.2f}" for _r, u in ratios], "textposition": "inside"},
+             "text": [fmt_num(u) for _r, u in ratios], "textposition": "inside"},
             {"type": "bar", "name": empty, "x": names, "y": floats(r - u for r, u in ratios), "marker": {"color": COLORS["grey"]},
-             "text": [f"{r:.2f}" for r, _u in ratios], "textposition": "outside", "cliponaxis": False}]
+             "text": [fmt_num(r) for r, _u in ratios], "textposition": "outside", "cliponaxis": False}]
     title = t({"en": "Memory per token the requests hold: what held an entry, what stood empty (whole run)",
                "zh-TW": "請求每持有一個詞元，要用掉多少記憶體：存有內容的與空著的（整輪平均）"}, lang)
     top = max([r for r, _u in ratios] + [1.0])
-    lay = layout(title, "", t({"en": "slots per token held", "zh-TW": "每個詞元用掉的格數"}, lang), barmode="stack",
+    lay = layout("", t({"en": "slots per token held", "zh-TW": "每個詞元用掉的格數"}, lang), barmode="stack",
                  yaxis={"range": [0, top * 1.2]})
-    cols = [t({"en": "server", "zh-TW": "伺服器"}, lang),
-            t({"en": "slots reserved per token", "zh-TW": "每個詞元預留的格數"}, lang),
+    cols = [t(SERVER, lang), t({"en": "slots reserved per token", "zh-TW": "每個詞元預留的格數"}, lang),
             t({"en": "slots holding an entry per token", "zh-TW": "每個詞元存有內容的格數"}, lang),
             t({"en": "reserved that held entries (%)", "zh-TW": "預留中存有內容的比例（%）"}, lang)]
-    rows = [[nm, round(r, 3), round(u, 3), round(100 * u / r, 1) if r else "—"] for nm, (r, u) in zip(names, ratios)]
+    rows = [[nm, r, u, 100 * u / r if r else "—"] for nm, (r, u) in zip(names, ratios)]
     return figure("waste", title, data, lay, cols, rows)
 
 
 def _figure_fit(runs: dict, lang: str) -> dict:
     names = [t(SHORT_NAMES[n], lang) for n in runs]
     steps = [len(r.steps) for r in runs.values()]
-    done = t({"en": "all done in", "zh-TW": "完成於第"}, lang)
     data = [{"type": "bar", "x": names, "y": [r.max_running for r in runs.values()], "showlegend": False,
              "marker": {"color": [SCHEME_COLORS[n] for n in runs]},
-             "text": [t({"en": f"{done} {s} steps", "zh-TW": f"{done} {s} 步"}, lang) if s else "—" for s in steps],
+             "text": [t({"en": f"all done in {s} steps", "zh-TW": f"第 {s} 步全部完成"}, lang) if s else "—" for s in steps],
              "textposition": "outside", "cliponaxis": False}]
     title = t({"en": "Requests running at once in the same memory", "zh-TW": "同樣的記憶體，同時能執行幾個請求"}, lang)
     top = max([r.max_running for r in runs.values()] + [1])
-    lay = layout(title, "", t({"en": "requests at once (most)", "zh-TW": "同時執行的請求數（最多）"}, lang),
-                 yaxis={"range": [0, top * 1.25], "dtick": 1})
-    cols = [t({"en": "server", "zh-TW": "伺服器"}, lang), t({"en": "requests at once (most)", "zh-TW": "同時執行（最多）"}, lang),
-            t({"en": "steps to serve all", "zh-TW": "全部服務完的步數"}, lang),
+    lay = layout("", t(AT_ONCE, lang), yaxis={"range": [0, top * 1.25], "dtick": 1})
+    cols = [t(SERVER, lang), t(AT_ONCE, lang), t({"en": "steps to serve all", "zh-TW": "全部服務完的步數"}, lang),
             t({"en": "preemptions", "zh-TW": "搶佔次數"}, lang)]
     rows = [[nm, r.max_running, s or "—", r.preemptions] for nm, r, s in zip(names, runs.values(), steps)]
     return figure("fit", title, data, lay, cols, rows)
@@ -264,18 +285,21 @@ def _figure_fit(runs: dict, lang: str) -> dict:
 # --------------------------------------------------------------------------- the real shape
 
 
+def _mean_up(xs: list[int]) -> int:
+    """The mix's average request, rounded up to a whole slot."""
+    return math.ceil(sum(xs) / len(xs))
+
+
 def real_shape(requests: list[Request], block_size: int = REAL_BLOCK) -> dict:
     """The reader's mix scaled to Llama 3 8B's window, on each GPU of engine.serving (fp16)."""
     s = MODEL_SHAPES[REAL_SHAPE]
-    cfg = config_from_shape(s)
     scale = s.max_seq_len // load_course_model()[0].config.max_seq_len
     slot = costs.kv_cache_bytes(s.n_layers, s.n_kv_heads, s.head_dim, 1, 1, FP16)
-    weights = costs.param_count(cfg) * FP16
+    weights = costs.param_count(config_from_shape(s)) * FP16
     S = scale * requests[0].shared
-    mean = lambda xs: math.ceil(sum(xs) / len(xs))  # noqa: E731 - the mix's average request
-    per = {"contiguous": mean([serving.contiguous_slots(scale * (len(r.prompt) + r.max_answer)) for r in requests]),
-           "paged": mean([serving.paged_slots(scale * (len(r.prompt) + r.answer), block_size) for r in requests]),
-           "shared": mean([serving.paged_slots(scale * (len(r.prompt) + r.answer), block_size, S) for r in requests])}
+    per = {"contiguous": _mean_up([serving.contiguous_slots(scale * (len(r.prompt) + r.max_answer)) for r in requests]),
+           "paged": _mean_up([serving.paged_slots(scale * (len(r.prompt) + r.answer), block_size) for r in requests]),
+           "shared": _mean_up([serving.paged_slots(scale * (len(r.prompt) + r.answer), block_size, S) for r in requests])}
     once = {"contiguous": 0, "paged": 0, "shared": serving.prefix_slots(S, block_size) if S else 0}
     fits = {g.key: {n: serving.requests_that_fit(max(g.bytes - weights, 0), per[n] * slot, once[n] * slot) for n in per}
             for g in serving.GPUS.values()}
@@ -291,45 +315,53 @@ def _figure_real(real: dict, lang: str) -> dict:
             for n in SCHEME_NAMES]
     title = t({"en": f"The same mix on {REAL_SHAPE} (fp16): requests that fit next to the weights",
                "zh-TW": f"同樣的請求組合換成 {REAL_SHAPE}（fp16）：權重之外還放得下幾個請求"}, lang)
-    lay = layout(title, "", t({"en": "requests that fit", "zh-TW": "放得下的請求數"}, lang), barmode="group",
+    lay = layout("", t({"en": "requests that fit", "zh-TW": "放得下的請求數"}, lang), barmode="group",
                  yaxis={"rangemode": "tozero"})
-    cols = [t({"en": "GPU", "zh-TW": "GPU"}, lang), t({"en": "memory", "zh-TW": "記憶體"}, lang),
-            t({"en": "left for the cache", "zh-TW": "留給快取"}, lang)] + [
-        _of(t(SCHEME_NAMES[n], lang), t({"en": "per request", "zh-TW": "每個請求"}, lang), lang) for n in SCHEME_NAMES] + [
-        _of(t(SCHEME_NAMES[n], lang), t({"en": "fit", "zh-TW": "放得下"}, lang), lang) for n in SCHEME_NAMES]
+    per, fit = t({"en": "per request", "zh-TW": "每個請求"}, lang), t({"en": "fit", "zh-TW": "放得下"}, lang)
+    cols = ([t({"en": "GPU", "zh-TW": "GPU"}, lang), t({"en": "memory", "zh-TW": "記憶體"}, lang),
+             t({"en": "left for the cache", "zh-TW": "留給快取"}, lang)]
+            + [_of(t(SCHEME_NAMES[n], lang), per, lang) for n in SCHEME_NAMES]
+            + [_of(t(SCHEME_NAMES[n], lang), fit, lang) for n in SCHEME_NAMES])
     rows = [[g.name, fmt_bytes(g.bytes), fmt_bytes(max(g.bytes - real["weights"], 0))]
             + [fmt_bytes(real["per"][n] * real["slot"]) for n in SCHEME_NAMES]
             + [real["fits"][g.key][n] for n in SCHEME_NAMES] for g in gpus]
     return figure("real_shape", title, data, lay, cols, rows)
 
 
-# --------------------------------------------------------------------------- tables and notes
+# --------------------------------------------------------------------------- tables
+
+
+def _answer_text(tok, ids: list[int]) -> str:
+    """The start of an answer as the course model wrote it (the tokenizer's own decoding)."""
+    return tok.decode(ids[:ANSWER_SHOWN]) + ("…" if len(ids) > ANSWER_SHOWN else "")
 
 
 def _table_requests(requests: list[Request], runs: dict, lang: str) -> dict:
-    _model, tok = load_course_model()
-    shown = runs["shared"]
+    tok = load_course_model()[1]
 
     def span(run, i):
-        if i not in run.admitted:
-            return "—"
-        return f"{run.admitted[i]}–{run.finished[i]}"
+        return f"{run.admitted[i]}–{run.finished[i]}" if i in run.admitted else "—"
 
-    cols = [t({"en": "request", "zh-TW": "請求"}, lang), t({"en": "prompt (shared)", "zh-TW": "提示詞（共享）"}, lang),
-            t({"en": "answer tokens", "zh-TW": "回答詞元數"}, lang)] + [
-        _of(t(SHORT_NAMES[n], lang), t({"en": "steps", "zh-TW": "步驟"}, lang), lang) for n in runs] + [
-        t({"en": "answer (course model, run c)", "zh-TW": "回答（課程模型，(c) 那一輪）"}, lang)]
+    cols = ([t(REQUEST, lang), t({"en": "prompt (shared)", "zh-TW": "提示詞（共享）"}, lang),
+             t({"en": "answer tokens", "zh-TW": "回答詞元數"}, lang)]
+            + [_of(t(SHORT_NAMES[n], lang), t({"en": "steps", "zh-TW": "步驟"}, lang), lang) for n in runs]
+            + [t({"en": "answer (course model, run c)", "zh-TW": "回答（課程模型，(c) 那一輪）"}, lang)])
     rows = [[_r(r.index), f"{len(r.prompt)} ({r.shared})", r.answer] + [span(run, r.index) for run in runs.values()]
-            + [tok.decode(shown.answers[r.index])[:24]] for r in requests]
-    return table(t({"en": "The requests, and the steps each server ran them", "zh-TW": "各個請求，以及三種伺服器在哪幾步執行它"}, lang),
-                 cols, rows)
+            + [_answer_text(tok, runs["shared"].answers[r.index])] for r in requests]
+    title = t({"en": "The requests, and the steps each server ran them", "zh-TW": "各個請求，以及三種伺服器在哪幾步執行它"}, lang)
+    return table(title, cols, rows)
+
+
+def _busiest(run) -> int:
+    """The step with the most requests running (the most memory lent among those)."""
+    return max(range(len(run.steps)), key=lambda i: (len(run.steps[i].running), run.steps[i].reserved))
 
 
 def _table_block_tables(run, lang: str) -> dict | None:
     """Every running request's block table at the busiest step of ``run``."""
     if not run.steps or not run.steps[0].tables:
         return None
-    step = max(range(len(run.steps)), key=lambda i: (len(run.steps[i].running), run.steps[i].reserved))
+    step = _busiest(run)
     view = run.steps[step]
     counts: dict[int, int] = {}
     for table_ in view.tables.values():
@@ -337,12 +369,14 @@ def _table_block_tables(run, lang: str) -> dict | None:
             counts[b] = counts.get(b, 0) + 1
     rows = [[_r(i), " ".join(f"{b}*" if counts[b] > 1 or view.blocks[b] == SHARED else str(b) for b in tb), len(tb)]
             for i, tb in view.tables.items()]
-    return table(t({"en": f"Block tables at step {step + 1}, {SCHEME_NAMES[run.scheme]['en']} (* = a block other "
-                          f"sequences hold too)",
-                    "zh-TW": f"第 {step + 1} 步的區塊表，{SCHEME_NAMES[run.scheme]['zh-TW']}（* 表示其他序列也持有這個區塊）"},
-                   lang),
-                 [t({"en": "request", "zh-TW": "請求"}, lang), t({"en": "block table", "zh-TW": "區塊表"}, lang),
-                  t({"en": "blocks", "zh-TW": "區塊數"}, lang)], rows)
+    title = t({"en": f"Block tables at step {step + 1}, {SCHEME_NAMES[run.scheme]['en']} (* = a block other "
+                     f"sequences hold too)",
+               "zh-TW": f"第 {step + 1} 步的區塊表，{SCHEME_NAMES[run.scheme]['zh-TW']}（* 表示其他序列也持有這個區塊）"}, lang)
+    return table(title, [t(REQUEST, lang), t({"en": "block table", "zh-TW": "區塊表"}, lang),
+                         t({"en": "blocks", "zh-TW": "區塊數"}, lang)], rows)
+
+
+# --------------------------------------------------------------------------- notes
 
 
 def _notes(requests: list[Request], runs: dict, real: dict, lang: str) -> list[str]:
@@ -353,7 +387,7 @@ def _notes(requests: list[Request], runs: dict, real: dict, lang: str) -> list[s
 def _note_summary(requests, runs, lang):
     mem, slot = runs["paged"].memory, _slot()
     a, b, c = (runs[n] for n in ("contiguous", "paged", "shared"))
-    pt = ["—" if x is None else f"{x[0]:.2f}" for x in (per_token(r, slot) for r in (a, b, c))]
+    pt = ["—" if x is None else fmt_num(x[0]) for x in (per_token(r, slot) for r in (a, b, c))]
     start = "" if a.steps else t({"en": " The contiguous server never started: one reservation is larger than the memory.",
                                   "zh-TW": "連續配置的伺服器根本沒辦法開始：單一請求預留的空間就比記憶體還大。"}, lang)
     return t({"en": (f"Same memory for all three: {fmt_bytes(mem)} ({fmt_int(mem // slot)} token slots). At most "
@@ -361,22 +395,27 @@ def _note_summary(requests, runs, lang):
                      f"paging + sharing), and the {len(requests)} requests were done after {len(a.steps) or '—'} / "
                      f"{len(b.steps)} / {len(c.steps)} server steps. Each token the requests held cost {pt[0]} / {pt[1]} / "
                      f"{pt[2]} slots of reserved memory." + start),
-              "zh-TW": (f"三種伺服器拿到一樣的記憶體：{fmt_bytes(mem)}（{fmt_int(mem // slot)} 格詞元）。"
-                        f"同時執行的請求最多是 {a.max_running} / {b.max_running} / {c.max_running} 個（連續配置 / 分頁 / 分頁 + 共享），"
-                        f"{len(requests)} 個請求在第 {len(a.steps) or '—'} / {len(b.steps)} / {len(c.steps)} 步全部完成。"
-                        f"請求每持有一個詞元，要佔用 {pt[0]} / {pt[1]} / {pt[2]} 格預留的記憶體。" + start)}, lang)
+              "zh-TW": (f"三種伺服器拿到一樣多的記憶體：{fmt_bytes(mem)}，可存 {fmt_int(mem // slot)} 個詞元。"
+                        f"同時執行的請求最多是 {a.max_running} / {b.max_running} / {c.max_running} 個（連續配置 / 分頁 / "
+                        f"分頁 + 共享），{len(requests)} 個請求分別在第 {len(a.steps) or '—'} / {len(b.steps)} / "
+                        f"{len(c.steps)} 步全部完成。請求每持有一個詞元，要佔用 {pt[0]} / {pt[1]} / {pt[2]} 格預留的記憶體。"
+                        + start)}, lang)
+
+
+def _note_model(b, c, lang):
+    """Where the course model ran, and what a preempted request went through."""
+    model = b if c is b or not c.forwards else c  # the run in which the model ran (lessons/serving_sim.py)
+    where = "(c)" if model is c and c is not b else "(b)"
+    written = sum(len(a) for a in model.answers.values())
+    return t({"en": (f" The course model ran {model.forwards} forward passes in {where}, writing all {written} answer "
+                     f"tokens; a preempted request gave its blocks back, waited, and had its cache rebuilt."),
+              "zh-TW": (f"課程模型在 {where} 實際跑了 {model.forwards} 次前向計算，寫出全部 {written} 個回答詞元；"
+                        f"被搶佔的請求交回區塊、重新排隊，之後再重建自己的快取。")}, lang)
 
 
 def _note_sharing(requests, runs, lang):
     b, c = runs["paged"], runs["shared"]
-    model = b if c is b or not c.forwards else c  # the run in which the model ran (lessons/serving_sim.py)
-    where = "(c)" if model is c and c is not b else "(b)"
-    ran = t({"en": (f" The course model ran {model.forwards} forward passes in {where}, writing all "
-                    f"{sum(len(a) for a in model.answers.values())} answer tokens; a preempted request gave its blocks "
-                    f"back, waited, and had its cache rebuilt."),
-             "zh-TW": (f"課程模型在 {where} 實際跑了 {model.forwards} 次前向計算，寫出全部 "
-                       f"{sum(len(a) for a in model.answers.values())} 個回答詞元；被搶佔的請求交回區塊、重新排隊，"
-                       f"之後再重建自己的快取。")}, lang)
+    ran = _note_model(b, c, lang)
     if c is b:
         return t({"en": f"These prompts have nothing in common, so (c) is (b). Preemptions: {b.preemptions}.",
                   "zh-TW": f"這些提示詞沒有共同的開頭，所以 (c) 就是 (b)。搶佔次數：{b.preemptions}。"}, lang) + ran
@@ -391,16 +430,15 @@ def _note_sharing(requests, runs, lang):
 
 
 def _note_batch(runs, lang):
-    model = load_course_model()[0]
-    run = runs["shared"]
-    step = max(run.steps, key=lambda s: len(s.running))
+    cfg = load_course_model()[0].config
+    step = max(runs["shared"].steps, key=lambda s: len(s.running))
     n = len(step.running)
     if n < 2:
         return None
     contexts = [step.lengths[i] for i in step.running]
-    batch = serving.batch_decode_step_bytes(model.config, contexts)
-    alone = sum(serving.batch_decode_step_bytes(model.config, [c]) for c in contexts)
-    w = serving.resident_weight_bytes(model.config)
+    batch = serving.batch_decode_step_bytes(cfg, contexts)
+    alone = sum(serving.batch_decode_step_bytes(cfg, [c]) for c in contexts)
+    w = serving.resident_weight_bytes(cfg)
     return t({"en": (f"Batching: one server step for {n} requests reads the weights once ({fmt_bytes(w)}): "
                      f"{fmt_bytes(batch)} in all; {n} separate steps would move {fmt_bytes(alone)} (engine.serving)."),
               "zh-TW": (f"批次處理：伺服器替 {n} 個請求做的一步，權重只讀一次（{fmt_bytes(w)}），合計 {fmt_bytes(batch)}；"
@@ -414,10 +452,11 @@ def _note_real(real, lang):
                      f"{real['block']} tokens (vLLM's default); paged requests counted at their final length, the most "
                      f"they hold. GPU memory from the datasheets, counted in GiB; activations and the runtime's own "
                      f"memory are left out, so these are upper bounds."),
-              "zh-TW": (f"右邊換成 {s.name}：fp16 權重 {fmt_bytes(real['weights'])}，每個詞元的快取 {fmt_bytes(real['slot'])}；"
+              "zh-TW": (f"旁邊換成 {s.name}：fp16 權重 {fmt_bytes(real['weights'])}，每個詞元的快取 {fmt_bytes(real['slot'])}；"
                         f"請求組合依它 {fmt_int(s.max_seq_len)} 個詞元的上下文視窗放大 {real['scale']} 倍；區塊大小 "
                         f"{real['block']} 個詞元（vLLM 的預設值）；分頁的請求以最後的長度計算，也就是它最多佔用的量。"
-                        f"GPU 記憶體取自規格表，以 GiB 計；啟動值（activation）和執行環境本身用的記憶體沒有算進去，所以這些是上限。")}, lang)
+                        f"GPU 記憶體取自規格表，以 GiB 計；活化值（activation）和執行環境本身用的記憶體沒有算進去，所以這些是上限。")},
+             lang)
 
 
 # --------------------------------------------------------------------------- run
@@ -425,8 +464,7 @@ def _note_real(real, lang):
 
 def run(values: dict, lang: str) -> dict:
     requests, runs = simulate(values)
-    n = len(requests)
-    real = real_shape(requests)
+    n, real = len(requests), real_shape(requests)
     figures = [_figure_block_map(runs["paged"], "paged", n, lang), _figure_block_map(runs["shared"], "shared", n, lang),
                _figure_memory(runs, lang), _figure_waste(runs, _slot(), lang), _figure_fit(runs, lang),
                _figure_real(real, lang)]

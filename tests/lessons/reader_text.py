@@ -10,7 +10,9 @@ words of the corpus. Those are data, and a variant inside them is no fault of th
 Data is recognised, never guessed: a string (or a quoted span “…” / 「…」 inside one) counts as
 data when it is a vocabulary piece of the course tokenizer or a corpus text (sentence pairs,
 the semantic map's words), or when it is part of what the reader typed, or that text continued
-by the model (the prompt and its generated tokens).
+by the model (the prompt and its generated tokens), or when it is a whole text the course
+tokenizer decoded while the lesson ran, possibly cut with a trailing "…" (the paging demo's
+answers continue the lesson's own prompts, not the reader's).
 """
 from __future__ import annotations
 
@@ -41,14 +43,15 @@ class Data:
     """What counts as data for one lesson run: whole strings (vocabulary pieces, corpus texts)
     and the reader's inputs (a part of one is data, and so is one continued)."""
 
-    def __init__(self, pieces: set[str], texts: set[str], inputs: set[str] = frozenset()):
+    def __init__(self, pieces: set[str], texts: set[str], inputs: set[str] = frozenset(),
+                 decoded: set[str] = frozenset()):
         shown = {show_piece(p) for p in pieces}
-        self.whole = {s for s in pieces | shown | {p.strip() for p in pieces} | texts | inputs if s.strip()}
+        self.whole = {s for s in pieces | shown | {p.strip() for p in pieces} | texts | inputs | decoded if s.strip()}
         self.inputs = {s for s in inputs if s.strip()}
 
     def is_data(self, s: str) -> bool:
         s = _REPEAT_SUFFIX.sub("", _POSITION_PREFIX.sub("", s))
-        return (s in self.whole or s.strip() in self.whole
+        return (s in self.whole or s.strip() in self.whole or s.removesuffix("…") in self.whole
                 or any(s in t or (len(t) >= 3 and s.startswith(t)) for t in self.inputs))
 
     def scrub(self, s: str) -> str:
@@ -160,6 +163,18 @@ def _fast_measure(max_context, samples, budget_s=0):
     return [{"context": c, "cached_s": 1e-3, "uncached_s": 2e-3 * c / 16} for c in (16, 32)], True
 
 
+def _recording_decode(decoded: set[str]):
+    """Tokenizer.decode, patched to keep every text it returns in ``decoded``."""
+    real = Tokenizer.decode
+
+    def decode(self, ids):
+        text = real(self, ids)
+        decoded.add(text)
+        return text
+
+    return mock.patch.object(Tokenizer, "decode", decode)
+
+
 def collect(name: str, lang: str) -> list[tuple[str, str]]:
     """(where, text) for everything lesson ``name`` writes in ``lang``: describe(), the output
     of every value set (or its error message), and the messages of bad input via run_json."""
@@ -167,12 +182,16 @@ def collect(name: str, lang: str) -> list[tuple[str, str]]:
     out = [(w, s) for w, s in written(describe_strings(registry.describe(name, lang)), Data(set(), set()))]
     with mock.patch.object(bench_browser, "measure", _fast_measure):
         for values in value_sets(mod):
-            data = Data(set(vocabulary_pieces()), corpus_texts(), {v for v in values.values() if isinstance(v, str)})
+            decoded: set[str] = set()
+            inputs = {v for v in values.values() if isinstance(v, str)}
             try:
-                result = registry.run(name, values, lang)
+                with _recording_decode(decoded):
+                    result = registry.run(name, values, lang)
             except LessonInputError as e:
+                data = Data(set(vocabulary_pieces()), corpus_texts(), inputs, decoded)
                 out.append((f"{values} error", data.scrub(e.message(lang))))
                 continue
+            data = Data(set(vocabulary_pieces()), corpus_texts(), inputs, decoded)
             out += [(f"{values} {w}", s) for w, s in written(output_strings(result), data)]
     payloads = [json.dumps({c.name: v}) for c in mod.CONTROLS for v in BAD[c.kind]]
     for payload in payloads + [json.dumps({"nonsense": 1}), "{not json", "[1, 2]"]:

@@ -10,10 +10,13 @@ from lessons import registry
 from lessons.base import LessonInputError
 from lessons.paging import CONTROLS
 
-from lesson_checks import check_both_languages, check_describe, check_output, run_json_ok
+from lesson_checks import check_both_languages, check_describe, check_output, column, number, numbers, records, run_json_ok
 
 DEFAULTS = {c.name: c.default for c in CONTROLS}
 GIB = 1024**3
+# the memory table's columns of each server, as the English page reads them
+RESERVED = {"block_map_paged": "(b) paging: reserved (B)", "block_map_shared": "(c) paging + prefix sharing: reserved (B)"}
+CONTIGUOUS_RESERVED = "(a) contiguous, max length reserved: reserved (B)"
 
 
 def _slot(cfg) -> int:
@@ -24,55 +27,71 @@ def _fig(out, key):
     return next(f for f in out["figures"] if f["key"] == key)
 
 
+def _fit(out) -> dict:
+    """server -> {column: cell} of the 'requests running at once' table."""
+    return {r["server"]: r for r in records(_fig(out, "fit")["table"])}
+
+
+@pytest.fixture(scope="module")
+def default_en(course):
+    return check_output(registry.run("paging", None, "en"))
+
+
 def test_defaults_both_languages(course):
     check_describe("paging")
     check_both_languages("paging")
 
 
-def test_defaults_tell_the_story_and_stay_cheap(course):
+def test_defaults_tell_the_story_and_stay_cheap(default_en):
     """At the defaults the three servers differ (2 / 3 / 4 at once is what the plate describes)
     while the model writes few enough tokens for the warm-update budget."""
-    out = registry.run("paging", None, "en")
-    rows = {r[0][:3]: r for r in _fig(out, "fit")["table"]["rows"]}
-    assert rows["(a)"][1] < rows["(b)"][1] < rows["(c)"][1] == DEFAULTS["requests"]
-    answers = [r[2] for r in out["tables"][0]["rows"]]
-    assert sum(answers) <= 30
+    fit = _fit(default_en)
+    at_once = [number(fit[s]["requests at once (most)"]) for s in ("(a) contiguous", "(b) paging", "(c) paging + sharing")]
+    assert at_once[0] < at_once[1] < at_once[2] == DEFAULTS["requests"]
+    assert sum(numbers(default_en["tables"][0], "answer tokens")) <= 30
 
 
 @pytest.mark.parametrize("key", ["block_map_paged", "block_map_shared"])
-def test_block_map_cells_are_the_blocks_lent(course, key):
+def test_block_map_cells_are_the_blocks_lent(course, default_en, key):
     """Each step's coloured cells are the blocks the pool lent (its refcounts), and the memory
     figure's paged bytes are those blocks."""
     cfg = course[0].config
-    out = registry.run("paging", None, "en")
-    z = _fig(out, key)["figure"]["data"][0]["z"]
-    col = 3 if key == "block_map_paged" else 5  # (b) reserved / (c) reserved in the memory table
-    memory_rows = _fig(out, "memory")["table"]["rows"]
-    for row, mem in zip(z, memory_rows):
-        assert sum(c is not None for c in row) * DEFAULTS["block"] * _slot(cfg) == mem[col]
+    z = _fig(default_en, key)["figure"]["data"][0]["z"]
+    reserved = column(_fig(default_en, "memory")["table"], RESERVED[key])
+    assert len(z) == len([c for c in reserved if c])  # one map row per step the server ran
+    for row, cell in zip(z, reserved):
+        assert sum(c is not None for c in row) * DEFAULTS["block"] * _slot(cfg) == number(cell)
 
 
-def test_contiguous_reserves_prompt_plus_longest_answer(course):
+def test_block_map_table_counts_every_block_once(default_en):
+    """Per step: the blocks each holder has plus the free ones make the whole pool."""
+    n_blocks = DEFAULTS["pool"] // DEFAULTS["block"]
+    for r in records(_fig(default_en, "block_map_shared")["table"]):
+        held = [int(part.rsplit(": ", 1)[1]) for part in r["blocks held (shared ones once)"].split(", ")]
+        assert sum(held) + number(r["free blocks"]) == n_blocks
+
+
+def test_contiguous_reserves_prompt_plus_longest_answer(course, default_en):
     cfg = course[0].config
-    out = registry.run("paging", None, "en")
     reserve = (DEFAULTS["prompt"] + DEFAULTS["answer"]) * _slot(cfg)
     memory = DEFAULTS["pool"] * _slot(cfg)
-    for row in _fig(out, "memory")["table"]["rows"]:
-        if row[1] != "—":
-            assert row[1] % reserve == 0 and row[1] <= memory
-    assert _fig(out, "fit")["table"]["rows"][0][1] == memory // reserve
+    reserved = numbers(_fig(default_en, "memory")["table"], CONTIGUOUS_RESERVED)
+    assert reserved and all(b % reserve == 0 and b <= memory for b in reserved)
+    assert number(_fit(default_en)["(a) contiguous"]["requests at once (most)"]) == memory // reserve
 
 
-def test_llama3_8b_fits_follow_the_formula(course):
+def test_llama3_8b_fits_follow_the_formula(default_en):
     """Contiguous on an 80 GB GPU: (80 GiB - 8,030,261,248 fp16 weights) / (32 x (prompt + answer)
     tokens x 128 KiB); 32 = 8,192 / 256 context windows, the published counts of Llama 3 8B."""
-    out = registry.run("paging", None, "en")
     per = 32 * (DEFAULTS["prompt"] + DEFAULTS["answer"]) * 128 * 1024
     expect = (80 * GIB - 8_030_261_248 * 2) // per
-    fits = _fig(out, "real_shape")["figure"]["data"]
-    assert fits[0]["y"][0] == expect
-    assert fits[0]["y"][0] < fits[1]["y"][0] < fits[2]["y"][0]  # contiguous < paging < sharing
-    assert fits[0]["y"][0] < fits[0]["y"][1]  # the 141 GB GPU holds more
+    rows = {r["GPU"]: r for r in records(_fig(default_en, "real_shape")["table"])}
+    h100, h200 = rows["NVIDIA H100 SXM (80 GB)"], rows["NVIDIA H200 SXM (141 GB)"]
+    fits = [number(h100[f"{s}: fit"]) for s in ("(a) contiguous, max length reserved", "(b) paging",
+                                                "(c) paging + prefix sharing")]
+    assert fits[0] == expect
+    assert fits[0] < fits[1] < fits[2]  # contiguous < paging < sharing
+    assert fits[0] < number(h200["(a) contiguous, max length reserved: fit"])  # the 141 GB GPU holds more
 
 
 def test_parallel_samples_copy_the_shared_partial_block_once_each(course):
@@ -80,10 +99,29 @@ def test_parallel_samples_copy_the_shared_partial_block_once_each(course):
     assert "copy-on-write copied 3 block(s)" in out["notes"][1]
 
 
+def test_a_prompt_of_whole_blocks_copies_nothing(course):
+    """The page's suggestion: a prompt length that is a multiple of the block size leaves no
+    shared block partly filled, so nothing is copied on write."""
+    out = registry.run("paging", {"mix": "parallel", "requests": 3, "prompt": 12, "block": 4, "pool": 512}, "en")
+    assert "copy-on-write copied 0 block(s)" in out["notes"][1]
+
+
+def test_a_small_memory_preempts_and_the_answers_stay_the_same(course):
+    """The page's other suggestion: shrink the memory until the notes report preemptions; the
+    answers the requests table shows do not change."""
+    answers = "answer (course model, run c)"
+    roomy = registry.run("paging", {"pool": 512}, "en")
+    tight = registry.run("paging", {"pool": 24}, "en")
+    preempted = [number(r["preemptions"]) for r in records(_fig(tight, "fit")["table"])]
+    assert preempted[1] > 0 and preempted[2] > 0 and "Preemptions: 0 in (b), 0 in (c)" in roomy["notes"][1]
+    assert column(tight["tables"][0], answers) == column(roomy["tables"][0], answers)
+
+
 def test_distinct_prompts_share_nothing(course):
     out = registry.run("paging", {"mix": "distinct"}, "en")
-    rows = _fig(out, "waste")["table"]["rows"]
-    assert rows[1][1:] == rows[2][1:]
+    rows = {r["server"]: r for r in records(_fig(out, "waste")["table"])}
+    assert {k: v for k, v in rows["(b) paging"].items() if k != "server"} == \
+        {k: v for k, v in rows["(c) paging + sharing"].items() if k != "server"}
     assert "nothing in common" in out["notes"][1]
 
 

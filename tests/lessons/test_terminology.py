@@ -91,8 +91,8 @@ PLANTS = {  # where -> how to put 「KV cache」 (a zh-TW variant of KV 快取) 
 }
 
 
-def _sample_findings(out: dict, inputs: set[str] = frozenset()) -> list[str]:
-    data = Data({"貓", " token"}, set(), set(inputs))
+def _sample_findings(out: dict, inputs: set[str] = frozenset(), decoded: set[str] = frozenset()) -> list[str]:
+    data = Data({"貓", " token"}, set(), set(inputs), set(decoded))
     return [f for where, s in written(output_strings(out), data) for f in _found(where, s, "zh-TW")]
 
 
@@ -128,6 +128,18 @@ def test_data_is_not_a_variant_but_a_variant_beside_data_is():
     out["notes"].append("抽中「 token」：這個 token 是模型選的。")
     found = _sample_findings(out, inputs)
     assert len(found) == 1 and "'token'" in found[0]
+
+
+def test_a_decoded_generation_is_data_whole_or_cut_but_not_a_label_beside_it():
+    """The paging demo shows the start of each answer the course model wrote after the lesson's
+    own prompt: text the tokenizer decoded during the run, shown whole or cut with "…"."""
+    out = json.loads(json.dumps(CLEAN))
+    out["tables"][0]["rows"] = [["each token bec"], ["each token bec…"]]
+    assert len(_sample_findings(out)) == 2
+    assert _sample_findings(out, decoded={"each token bec"}) == []
+    out["tables"][0]["rows"] += [["每個 token bec"], ["each token bec：KV cache"]]
+    found = _sample_findings(out, decoded={"each token bec"})
+    assert len(found) == 3 and sum("'KV cache'" in f for f in found) == 1, found
 
 
 def test_a_variant_planted_in_a_real_lesson_is_caught(course, monkeypatch):
