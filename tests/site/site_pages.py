@@ -19,6 +19,7 @@ PAGES = (
     "plates/05-kv-cache",
     "plates/06-data-movement",
     "plates/07-shrinking-the-cache",
+    "plates/08-serving-the-cache",
     "glossary",
     "benchmarks",
     "references",
