@@ -90,10 +90,7 @@ def _figure_heads(cfg, context: int, lang):
     labels = [("★ " if kv == cfg.n_kv_heads else "") + f"{kv} ({t(attention_name(H, kv), lang)})" for kv in kvs]
     shared = [t({"en": f"each KV head serves {H // kv} query head{'s' if H // kv > 1 else ''}",
                  "zh-TW": f"每個 KV head 供 {H // kv} 個 query head 共用"}, lang) for kv in kvs]
-    data = [{"type": "bar", "x": labels, "y": floats(s / div for s in sizes), "text": [fmt_bytes(s) for s in sizes],
-             "textposition": "none", "customdata": shared, "name": t(L.KV_CACHE, lang),
-             "marker": {"color": [HIGHLIGHT if kv == cfg.n_kv_heads else COLORS["blue"] for kv in kvs]},
-             "hovertemplate": "%{x}: %{text}<br>%{customdata}<extra></extra>"}]
+    data = [_starred_bars(labels, sizes, div, [kv == cfg.n_kv_heads for kv in kvs], lang, customdata=shared)]
     title = t({"en": f"{H} query heads, fewer and fewer KV heads: the cache at {fmt_int(context)} tokens",
                "zh-TW": f"{H} 個 query head、越來越少的 KV head：{fmt_int(context)} 個詞元時的快取"}, lang)
     lay = layout(t({"en": "KV heads per layer (★ as published)",
@@ -105,6 +102,18 @@ def _figure_heads(cfg, context: int, lang):
     rows = [[kv, t(attention_name(H, kv), lang), H // kv, fmt_bytes(_size(replace(cfg, n_kv_heads=kv), 1)),
              fmt_bytes(s), fmt_percent(s / sizes[0])] for kv, s in zip(kvs, sizes)]
     return figure("heads", title, data, lay, cols, rows)
+
+
+def _starred_bars(labels, sizes, div: float, starred, lang, customdata=None) -> dict:
+    """One bar per cache size (in units of ``div``), the published setting in the highlight
+    colour; the hover shows the exact size (and ``customdata`` on a second line)."""
+    bar = {"type": "bar", "x": labels, "y": floats(s / div for s in sizes), "text": [fmt_bytes(s) for s in sizes],
+           "textposition": "none", "name": t(L.KV_CACHE, lang),
+           "marker": {"color": [HIGHLIGHT if star else COLORS["blue"] for star in starred]},
+           "hovertemplate": "%{x}: %{text}<extra></extra>"}
+    if customdata is not None:
+        bar.update(customdata=customdata, hovertemplate="%{x}: %{text}<br>%{customdata}<extra></extra>")
+    return bar
 
 
 def _figure_window(cfg, context: int, W: int, lang):
@@ -135,10 +144,7 @@ def _figure_bits(cfg, context: int, lang):
     sizes = [_size(cfg, context, b) for b in bits]
     div, unit = _unit(max(sizes))
     labels = [("★ " if b == own else "") + t({"en": f"{b:g} bits", "zh-TW": f"{b:g} 位元"}, lang) for b in bits]
-    data = [{"type": "bar", "x": labels, "y": floats(s / div for s in sizes), "text": [fmt_bytes(s) for s in sizes],
-             "textposition": "none", "name": t(L.KV_CACHE, lang),
-             "marker": {"color": [HIGHLIGHT if b == own else COLORS["blue"] for b in bits]},
-             "hovertemplate": "%{x}: %{text}<extra></extra>"}]
+    data = [_starred_bars(labels, sizes, div, [b == own for b in bits], lang)]
     title = t({"en": f"The cache at {fmt_int(context)} tokens, stored with fewer bits per number",
                "zh-TW": f"{fmt_int(context)} 個詞元的快取，每個數字用更少位元存放"}, lang)
     lay = layout(t({"en": "bits per number (★ the model's own)",
