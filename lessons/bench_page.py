@@ -133,7 +133,7 @@ def _latency(series, lang):
                          _ms(p["prefill"]["median_s"]) if p["prefill"] else "—"])
     title = t({"en": "Decode step time vs context", "zh-TW": "每步解碼時間隨上下文長度的變化"}, lang)
     lay = layout(t({"en": "context (tokens already in the cache, log)", "zh-TW": "上下文（快取中已有的詞元數，對數）"}, lang),
-                 t({"en": "time per step (ms, log; bars: p10–p90)", "zh-TW": "每步時間（毫秒，對數；誤差線：p10–p90）"}, lang),
+                 t({"en": "time per step (ms, log; bars: p10–p90)", "zh-TW": "每步毫秒數（對數；誤差線 p10–p90）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang),
             t({"en": "with cache (ms, median)", "zh-TW": "使用快取（毫秒，中位數）"}, lang),
