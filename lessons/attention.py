@@ -26,8 +26,8 @@ CONTROLS = (
     select("layer", L.LAYER, "1", [(str(i), L.layer(i)) for i in range(1, _CFG.n_layers + 1)],
            help={"en": "Every layer has its own attention.", "zh-TW": "每一層都有自己的注意力。"}),
     select("head", L.HEAD, "1", [(str(h), L.head(h)) for h in range(1, _CFG.n_heads + 1)] + [(MEAN, L.MEAN_OF_HEADS)],
-           help={"en": "Each head compares its own queries with its own keys.",
-                 "zh-TW": "每個 head 各自拿自己的 query 去比對自己的 key。"}),
+           help={"en": "Each head compares its own queries with the keys of its KV head.",
+                 "zh-TW": "每個 head 用自己的 query 去比對 key；同一組 GQA 的 head 比對的是同一批 key。"}),
 )
 
 QUERY_AXIS = {"en": "query (the token looking)", "zh-TW": "query（正在看的詞元）"}
@@ -109,7 +109,7 @@ def _notes(model, w, pieces, values, lang) -> list[str]:
     notes = [
         t({"en": f"Each row is one query and adds up to 1 (largest deviation here: {error}). "
                  f"Blank cells are tokens that come later: a token looks back at the tokens before it, never ahead.",
-           "zh-TW": f"每一列是一個 query，加起來等於 1（這裡和 1 最大的差距：{error}）。"
+           "zh-TW": f"每一列是一個 query，整列的權重加起來等於 1（和 1 最多只差 {error}）。"
                     f"空白格是後面才出現的詞元：每個詞元只回頭看前面的詞元，不會偷看後面。"}, lang),
         t({"en": f"The newest token “{pieces[-1]}” puts {fmt_percent(w_row[top])} of its attention on “{pieces[top]}” "
                  f"(position {top + 1}).",

@@ -25,8 +25,8 @@ CONTROLS = (
            [(str(n), {"en": f"{n} tokens", "zh-TW": f"{n} 個詞元"}) for n in (32, 64, 128, 256)],
            help={"en": "Contexts 16, 32, … up to this (and at most the model's window).",
                  "zh-TW": "上下文依序為 16、32……直到這個長度（不超過模型的上下文視窗）。"}),
-    slider("repeats", {"en": "Samples per point", "zh-TW": "每點取樣次數"}, 3, 1, 7, 1,
-           help={"en": "More samples: steadier medians, longer wait.", "zh-TW": "取樣越多，中位數越穩，等待也越久。"}),
+    slider("repeats", {"en": "Samples per point", "zh-TW": "每個點重複幾次"}, 3, 1, 7, 1,
+           help={"en": "More samples: steadier medians, longer wait.", "zh-TW": "重複越多次，中位數越穩，也等得越久。"}),
     checkbox("measure", {"en": "Time it on this device", "zh-TW": "在這台裝置上計時"}, False,
              help={"en": "Runs the sweep in your browser; it takes a few seconds.",
                    "zh-TW": "在你的瀏覽器裡執行量測，需要幾秒鐘。"}),
@@ -147,7 +147,8 @@ def _measured(values: dict, lang: str) -> tuple[list, list, list]:
             {"type": "scatter", "mode": "lines+markers", "name": f"{mine} — {t(WITHOUT, lang)}", "x": ctx,
              "y": floats([p["uncached_s"] * 1e3 for p in points]),
              "line": {"color": COLORS["vermillion"], "width": 3, "dash": "dash"}}]
-    rows = [[f"{mine} ({where})", p["context"], float(f"{p['cached_s'] * 1e3:.4g}"),
+    device = f"{mine}：{where}" if lang == "zh-TW" else f"{mine} ({where})"
+    rows = [[device, p["context"], float(f"{p['cached_s'] * 1e3:.4g}"),
              float(f"{p['uncached_s'] * 1e3:.4g}")] for p in points]
     return data, rows, _measured_notes(points[-1], stopped, where, lang)
 

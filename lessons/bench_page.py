@@ -131,9 +131,9 @@ def _latency(series, lang):
                          f"{_ms(p['decode_cached']['p10_s'])}–{_ms(p['decode_cached']['p90_s'])}",
                          _ms(p["decode_uncached"]["median_s"]) if p["decode_uncached"] else "—",
                          _ms(p["prefill"]["median_s"]) if p["prefill"] else "—"])
-    title = t({"en": "Decode step time vs context", "zh-TW": "每個解碼步驟的時間與上下文長度"}, lang)
+    title = t({"en": "Decode step time vs context", "zh-TW": "每步解碼時間隨上下文長度的變化"}, lang)
     lay = layout(t({"en": "context (tokens already in the cache, log)", "zh-TW": "上下文（快取中已有的詞元數，對數）"}, lang),
-                 t({"en": "time per step (ms, log; bars: p10–p90)", "zh-TW": "每步時間（毫秒，對數；誤差線：p10–p90）"}, lang),
+                 t({"en": "time per step (ms, log; bars: p10–p90)", "zh-TW": "每步毫秒數（對數；誤差線 p10–p90）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang),
             t({"en": "with cache (ms, median)", "zh-TW": "使用快取（毫秒，中位數）"}, lang),
@@ -173,7 +173,7 @@ def _memory(series, lang):
                      "y": floats([run["weights_bytes"] / 2**20] * 2), "line": {"color": color, "dash": "dot"}})
         rows += [[label, p["context"], fmt_bytes(p["kv_cache_bytes"]), fmt_bytes(run["weights_bytes"])]
                  for p in run["points"]]
-    title = t({"en": "KV cache size vs context (one sequence)", "zh-TW": "KV 快取大小與上下文長度（單一序列）"}, lang)
+    title = t({"en": "KV cache size vs context (one sequence)", "zh-TW": "KV 快取大小隨上下文長度的變化（單一序列）"}, lang)
     lay = layout(t(CTX_LOG, lang),
                  t({"en": "MiB (log)", "zh-TW": "MiB（對數）"}, lang), xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang),
@@ -189,7 +189,7 @@ def _roof_trace(doc, all_ai, lang):
     lo = 10 ** math.floor(math.log10(min(all_ai + [ridge]) / 3))
     hi = 10 ** math.ceil(math.log10(max(all_ai + [ridge]) * 3))
     xs = sorted([lo * (hi / lo) ** (k / 40) for k in range(41)] + [ridge])
-    fl_b = t({"en": "FLOP/byte", "zh-TW": "FLOP/位元組"}, lang)
+    fl_b = t({"en": "FLOP/byte", "zh-TW": "FLOP／位元組"}, lang)
     return {"type": "scatter", "mode": "lines", "name": t({"en": f"roof: {_short_device(doc)}",
                                                            "zh-TW": f"Roofline：{_short_device(doc)}"}, lang),
             "x": floats(xs), "y": floats([min(fl, x * bw) / 1e9 for x in xs]),
@@ -199,7 +199,7 @@ def _roof_trace(doc, all_ai, lang):
 
 def _roofline(series, lang):
     data, rows = [], []
-    fl_b = t({"en": "FLOP/byte", "zh-TW": "FLOP/位元組"}, lang)
+    fl_b = t({"en": "FLOP/byte", "zh-TW": "FLOP／位元組"}, lang)
     of_peak = t({"en": "of peak bandwidth", "zh-TW": "的峰值頻寬"}, lang)
     roofs_done = set()
     all_ai = [p["decode_flops"] / p["decode_bytes"] for _l, _d, r in series for p in r["points"]]
@@ -223,7 +223,7 @@ def _roofline(series, lang):
     lay = layout(t({"en": "intensity: FLOP per byte (log)", "zh-TW": "運算強度：FLOP／位元組（對數）"}, lang),
                  t({"en": "GFLOP/s (log)", "zh-TW": "GFLOP/s（對數）"}, lang), xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang),
-            t({"en": "intensity (FLOP/byte)", "zh-TW": "運算強度（FLOP/位元組）"}, lang), "GFLOP/s",
+            t({"en": "intensity (FLOP/byte)", "zh-TW": "運算強度（FLOP／位元組）"}, lang), "GFLOP/s",
             t({"en": "achieved bandwidth", "zh-TW": "達成頻寬"}, lang),
             t({"en": "% of peak bandwidth", "zh-TW": "佔峰值頻寬 %"}, lang)]
     return figure("roofline", title, data, lay, cols, rows)
@@ -378,10 +378,14 @@ SOURCE = {"user": {"en": "given by the user", "zh-TW": "使用者指定"},
           "measured": {"en": "measured", "zh-TW": "實測"}}
 
 
+# How the threads were pinned, as the zh-TW provenance row says it (an unknown method is shown as it is).
+_ZH_PIN = {"env": "環境變數", "threadpoolctl": " threadpoolctl "}
+
+
 def _timing_text(tm: dict, lang: str) -> str:
     return t({"en": (f"{tm['clock']}; {tm['warmup']} warm-up, then at least {tm['repeats']} samples (cheap steps: "
                      f"until {tm['min_seconds']:g} s are measured; slow ones: at least 3); median and p10–p90"),
-              "zh-TW": (f"{tm['clock']}；{tm['warmup']} 次暖身，之後至少取樣 {tm['repeats']} 次（便宜的步驟會一直取樣到累計 "
+              "zh-TW": (f"{tm['clock']}；{tm['warmup']} 次暖身，之後至少計時 {tm['repeats']} 次（很快的步驟會一直計時到累計 "
                         f"{tm['min_seconds']:g} 秒；很慢的步驟至少 3 次）；取中位數與 p10–p90")}, lang)
 
 
@@ -392,7 +396,7 @@ def provenance_table(stem: str, doc: dict, lang: str) -> dict:
     commit = (git["commit"] or "?")[:12] + (t({"en": " (uncommitted changes)", "zh-TW": "（含未提交的修改）"}, lang)
                                              if git["dirty"] else "")
     thread_text = (t({"en": f"{threads['count']} (pinned via {threads['method']})",
-                      "zh-TW": f"{threads['count']}（以 {threads['method']} 固定）"}, lang)
+                      "zh-TW": f"{threads['count']}（用{_ZH_PIN.get(threads['method'], ' ' + threads['method'] + ' ')}固定）"}, lang)
                    if threads["pinned"] else t({"en": "not pinned", "zh-TW": "未固定"}, lang))
     rows = [
         [t({"en": "device", "zh-TW": "裝置"}, lang), _device_label(doc)],
@@ -451,15 +455,15 @@ def summary_notes(series, lang: str) -> list[str]:
         line = {"en": (f"{label}: from {fmt_int(a['context'])} to {fmt_int(b['context'])} tokens of context the "
                        f"cached step grows {b['decode_cached']['median_s'] / a['decode_cached']['median_s']:.2f}×"),
                 "zh-TW": (f"{label}：上下文從 {fmt_int(a['context'])} 增加到 {fmt_int(b['context'])} 個詞元時，"
-                          f"使用快取的一步變為 {b['decode_cached']['median_s'] / a['decode_cached']['median_s']:.2f} 倍")}
+                          f"使用快取的每步時間變成原來的 {b['decode_cached']['median_s'] / a['decode_cached']['median_s']:.2f} 倍")}
         unc = [p for p in pts if p["decode_uncached"]]
         if len(unc) >= 2:
             u0, u1 = unc[0], unc[-1]
             g = u1["decode_uncached"]["median_s"] / u0["decode_uncached"]["median_s"]
             line["en"] += (f"; recomputing without it grows {g:.2f}× from {fmt_int(u0['context'])} to "
                            f"{fmt_int(u1['context'])} tokens (the context grew {u1['context'] / u0['context']:.1f}×)")
-            line["zh-TW"] += (f"；不用快取、全部重算則從 {fmt_int(u0['context'])} 到 {fmt_int(u1['context'])} 個詞元變為 "
-                              f"{g:.2f} 倍（上下文變為 {u1['context'] / u0['context']:.1f} 倍）")
+            line["zh-TW"] += (f"；不用快取、全部重算時，從 {fmt_int(u0['context'])} 到 {fmt_int(u1['context'])} 個詞元就變成 "
+                              f"{g:.2f} 倍（上下文是原來的 {u1['context'] / u0['context']:.1f} 倍）")
         tps = [1 / p["decode_cached"]["median_s"] for p in pts]
         line["en"] += f"; {fmt_int(min(tps))}–{fmt_int(max(tps))} tokens/s with the cache."
         line["zh-TW"] += f"；使用快取時每秒 {fmt_int(min(tps))}–{fmt_int(max(tps))} 個詞元。"
@@ -511,7 +515,7 @@ def fused_note(n_layers: int, lang: str) -> str:
                      f"(counted on a CPU by a NumPy backend that records every call). Its CUDA kernels are not "
                      f"written yet, so no GPU has timed it: the GPU numbers above are all the per-op engine's."),
               "zh-TW": (f"engine/gpu 的融合步驟只要 {n} 次啟動就算完 {n_layers} 層的同一步（在 CPU 上用一個會記下每次呼叫的 "
-                        f"NumPy 後端數出來的）。它的 CUDA kernel 還沒寫，所以還沒有任何 GPU 量過它：上面的 GPU 數字全都來自"
+                        f"NumPy 後端數出來的）。它的 CUDA kernel 還沒寫，所以還沒在任何 GPU 上量過：上面的 GPU 數字全都來自"
                         f"逐一運算的引擎。")}, lang)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 from engine import costs
 from engine.shapes import MODEL_SHAPES, config_from_shape
@@ -103,7 +104,7 @@ def _figure_size(shape, values, lang) -> dict:
         name = t({"en": f"model weights ({values['dtype']})", "zh-TW": f"模型權重（{values['dtype']}）"}, lang)
         data.insert(1, _line(name, [xs[0], xs[-1]], [weights] * 2, COLORS["grey"], "dash", tokens))
     title = t({"en": f"{shape.name}: KV cache vs context ({bits:g} bits per number)",
-               "zh-TW": f"{shape.name}：KV 快取大小與上下文長度（每個數字 {bits:g} 位元）"}, lang)
+               "zh-TW": f"{shape.name}：KV 快取大小隨上下文長度的變化（每個數字 {bits:g} 位元）"}, lang)
     lay = layout(t({"en": "context length (tokens)", "zh-TW": "上下文長度（詞元數）"}, lang), "GiB",
                  xaxis={"tickvals": [16384 * i for i in range(9)], "ticktext": [f"{16 * i}K" for i in range(9)]},
                  yaxis={"rangemode": "tozero"})
@@ -174,7 +175,7 @@ def _notes_shrink(shape, values, lang) -> list[str]:
         notes.append(t({"en": (f"At {bits:g} bits per number the cache is {share} of its 16-bit size: {now} instead of "
                                f"{full}. The weights keep their own format; plate 7 shows what the fewer bits cost in accuracy."),
                         "zh-TW": (f"每個數字 {bits:g} 位元時，快取只要 16 位元時的 {share}：{now}，而不是 {full}。"
-                                  "權重維持自己的格式；少掉的位元對準確度有什麼影響，請看第 7 張。")}, lang))
+                                  "權重的格式不變；少掉的位元對準確度有什麼影響，請看第 7 張。")}, lang))
     return notes
 
 
@@ -192,8 +193,29 @@ def _caveats(shape, context: int, lang: str) -> list[str]:
                    "cache size is exact, but the engine's Llama-style weight count would be wrong, so no weight line is drawn."),
             "zh-TW": (f"{shape.name} 不是 Llama 架構（兩個矩陣的 GELU 前饋網路、學習式位置編碼）：快取大小是準確的，"
                       "但引擎用 Llama 架構算出的權重數會算錯，所以不畫權重線。")}, lang))
-    notes.append(t({"en": f"Shape source: {shape.source}.", "zh-TW": f"形狀來源：{shape.source}。"}, lang))
+    notes.append(t({"en": f"Shape source: {shape.source}.", "zh-TW": f"形狀來源：{_zh_source(shape.source)}。"}, lang))
     return notes
+
+
+_HF_SOURCE = re.compile(r"^config\.json of the Hugging Face repository (\S+)(?: \((.*)\))?$")
+# Remarks engine.shapes adds after a citation, as a zh-TW reader gets them (an unknown one stays as it is).
+_ZH_REMARKS = {"Not a Llama: learned positions, no RoPE (rope_theta is the engine default)":
+               "它不是 Llama 架構：位置編碼是學出來的，沒有 RoPE（rope_theta 只是引擎的預設值）"}
+
+
+def _zh_source(source: str) -> str:
+    """engine.shapes' English citation as Taiwanese writing cites: the repository's config.json,
+    titles in 〈〉, 等人, 表 N and full-width punctuation; repository ids and config keys unchanged."""
+    out = []
+    for part in source.split("; "):
+        if m := _HF_SOURCE.match(part):
+            out.append(f"Hugging Face 儲存庫 {m[1]} 的 config.json" + (f"（{m[2]}）" if m[2] else ""))
+            continue
+        cite, _, remark = part.replace(" et al.", " 等人").partition(". ")
+        cite = re.sub(r"'([^']+)'", r"〈\1〉", cite).replace(", ", "，")
+        cite = re.sub(r" ?\(([^()]*)\)", r"（\1）", re.sub(r"\bTable (\d+)", r"表 \1", cite))
+        out.append(cite + (f"。{_ZH_REMARKS.get(remark, remark)}" if remark else ""))
+    return "；".join(out)
 
 
 def run(values: dict, lang: str) -> dict:

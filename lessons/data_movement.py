@@ -198,8 +198,8 @@ def _notes_step(s: Setting, rows, lang) -> list[str]:
                   f"for {fmt_si(f, 'FLOP')}: {fmt_num(f / (w + kv))} FLOP/byte. Since the first token, the bytes per step "
                   f"grew {grow_b} and the FLOPs {grow_f}."),
            "zh-TW": (f"上下文有 {fmt_int(context)} 個詞元時，一步要搬 {fmt_bytes(w)} 的權重和 {fmt_bytes(kv)} 的 KV 快取，"
-                     f"卻只做 {fmt_si(f, 'FLOP')} 的運算：每個位元組 {fmt_num(f / (w + kv))} FLOP。和第一個詞元時相比，"
-                     f"每一步搬的位元組變化 {grow_b}，浮點運算次數變化 {grow_f}。")}, lang),
+                     f"卻只做 {fmt_si(f, 'FLOP')} 的運算：每個位元組 {fmt_num(f / (w + kv))} FLOP。和只有第一個詞元時相比，"
+                     f"每一步搬的位元組 {grow_b}，浮點運算次數 {grow_f}。")}, lang),
         t({"en": (f"FLOPs and bytes from engine.costs (weights in {s.fmt}, {s.nbytes} bytes each; KV cache at {b:g} bits "
                   "per number; matmul FLOPs only)."),
            "zh-TW": (f"浮點運算次數與位元組數由 engine.costs 計算（權重用 {s.fmt}，每個 {s.nbytes} 位元組；KV 快取每個數字 "

@@ -36,7 +36,7 @@ Q4_0_BITS = (16 + 32 * 4) / 32  # 4.5
 DEVICES: dict[str, Device] = {
     "laptop": Device(
         key="laptop",
-        name={"en": "Laptop CPU (representative)", "zh-TW": "筆電 CPU（代表性預設）"},
+        name={"en": "Laptop CPU (representative)", "zh-TW": "筆電 CPU（代表性數值）"},
         peak_flops=1.0e12,
         bandwidth=100e9,
         weights={"en": "4-bit weights (Q4_0)", "zh-TW": "4 位元權重（Q4_0）"},
@@ -46,7 +46,7 @@ DEVICES: dict[str, Device] = {
                    "assumed ~100 GB/s and ~1 TFLOP/s (fp32 SIMD FMA on all cores, the arithmetic after the weights "
                    "are unpacked). Laptops run models with 4- or 8-bit weights: here llama.cpp's Q4_0 format, 32 "
                    "4-bit weights plus one fp16 scale, 4.5 bits per weight."),
-            "zh-TW": ("代表性預設，並非特定產品：假設為近年 8–12 核心、搭配 LPDDR5/5X 記憶體的筆電 CPU，"
+            "zh-TW": ("代表性的假設數值，不是哪一款特定產品：假設是近年 8–12 核心、搭配 LPDDR5/5X 記憶體的筆電 CPU，"
                       "頻寬約 100 GB/s、運算能力約 1 TFLOP/s（所有核心的 fp32 SIMD FMA，也就是權重解開之後的運算）。"
                       "筆電跑模型用的是 4 或 8 位元的權重：這裡採用 llama.cpp 的 Q4_0 格式，每 32 個 4 位元權重"
                       "配一個 fp16 縮放係數，平均每個權重 4.5 位元。"),

@@ -99,7 +99,7 @@ def _parse(tok, raw: str) -> list[tuple[str, list[int]]]:
                 f"Unknown word “{w}”: the course model never learned it as a whole "
                 f"(it is cut into {len(ids)} pieces). Try a word from its stories, e.g. coffee, king, mango.",
                 f"不認識「{w}」這個詞：課程模型沒有把它當成一整塊學過（它被切成 {len(ids)} 塊）。"
-                f"試試故事裡出現過的詞，例如咖啡、國王、芒果。")
+                f"試試課程語料裡出現過的詞，例如咖啡、國王、芒果。")
         out.append((w, ids))
     return out
 
@@ -165,7 +165,7 @@ def _notes(words, vecs, explained, d_model, which, lang) -> list[str]:
         t({"en": (f"Each word is the mean of its tokens' {TABLE_NAMES[which]['en']} of {d_model} numbers. "
                   f"The two axes keep {fmt_percent(explained)} of the spread of the group words."),
            "zh-TW": (f"每個詞都是它各個詞元的{TABLE_NAMES[which]['zh-TW']}取平均（每個向量 {d_model} 個數字）。"
-                     f"兩條軸保留了類別詞 {fmt_percent(explained)} 的分布變化。")}, lang),
+                     f"兩條軸保留了這些類別詞 {fmt_percent(explained)} 的分佈變化。")}, lang),
         t({"en": f"Average cosine similarity: {within} between words of the same group, {between} between groups.",
            "zh-TW": f"平均餘弦相似度：同一類別的詞之間 {within}，不同類別之間 {between}。"}, lang),
         t({"en": "Circles are English words, diamonds Chinese; a star is a word you added.",

@@ -35,10 +35,10 @@ STEP_AXIS = {"en": "step (0 = prefill of the prompt)", "zh-TW": "步驟（0 = �
 
 def _where(lang: str) -> str:
     if sys.platform == "emscripten":
-        return t({"en": "measured just now in this browser (Pyodide)", "zh-TW": "剛剛在這個瀏覽器裡（Pyodide）實測"}, lang)
+        return t({"en": "measured just now in this browser (Pyodide)", "zh-TW": "是剛剛在這個瀏覽器裡（Pyodide）實測的"}, lang)
     return t({"en": "measured when this page was built, on the build machine (CPython); "
                     "the live demo measures again in your browser",
-              "zh-TW": "建置本頁時在建置機器上（CPython）實測；即時示範會在你的瀏覽器裡重新測量"}, lang)
+              "zh-TW": "是建置這一頁時在建置用的機器上（CPython）實測的；即時示範會在你的瀏覽器裡重新量"}, lang)
 
 
 def decode_both(model, tok, ids: list[int], steps: int):
@@ -77,7 +77,7 @@ def _figure_cache(cached, per_layer, lang) -> dict:
     data = [{"type": "bar", "name": name, "x": x, "y": floats(b[l] / 1024 for b in per_layer),
              "marker": {"color": SEQUENCE[l % len(SEQUENCE)]}, "customdata": [fmt_bytes(b[l]) for b in per_layer],
              "hovertemplate": f"{name}{t(L.COLON, lang)}%{{customdata}}<extra></extra>"} for l, name in enumerate(layers)]
-    title = t({"en": "The cache fills up, layer by layer", "zh-TW": "快取一層一層填滿"}, lang)
+    title = t({"en": "The cache fills up, layer by layer", "zh-TW": "每一層的快取一步一步填滿"}, lang)
     lay = layout(t(STEP_AXIS, lang), t({"en": "KV cache (KiB)", "zh-TW": "KV 快取（KiB）"}, lang), barmode="stack", xaxis=axis)
     cols = ([t(L.STEP, lang), t({"en": "new token", "zh-TW": "新詞元"}, lang),
              t({"en": "tokens in the cache", "zh-TW": "快取中的詞元數"}, lang)]
@@ -133,7 +133,7 @@ def _notes(tok, cached, uncached, n_layers, lang) -> list[str]:
             "zh-TW": f"快取現在存了 {last.cache_tokens} 個詞元：{n_layers} 層合計 {size}，每個詞元 {per_token}。"}
     work = {"en": f"Decode steps in total: {flops_c} with the cache vs {flops_n} without ({saved}×); "
                   f"time {sec_c} vs {sec_n}, {_where('en')}.",
-            "zh-TW": f"解碼步驟合計：使用快取 {flops_c}，不用快取 {flops_n}（{saved} 倍）；時間 {sec_c} 對 {sec_n}，{_where('zh-TW')}。"}
+            "zh-TW": f"解碼步驟合計：使用快取 {flops_c}，不用快取 {flops_n}（{saved} 倍）；時間分別是 {sec_c} 和 {sec_n}，{_where('zh-TW')}。"}
     saves = {"en": "The cache saves recomputing old keys and values; the new token still goes through every layer and weight.",
              "zh-TW": "快取省下的是重算舊的 key 和 value；新的詞元還是要走過每一層、用到每一個權重。"}
     return [t(note, lang) for note in (generated, held, work, saves)]

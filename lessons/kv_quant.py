@@ -21,7 +21,7 @@ from lessons import labels as L
 from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_percent, layout, show_piece, t, table, unique_labels
 from lessons.prompts import encode_prompt, prompt_control
 
-TITLE = {"en": "A quantized KV cache against the float cache", "zh-TW": "量化的 KV 快取與浮點快取對照"}
+TITLE = {"en": "A quantized KV cache against the float cache", "zh-TW": "量化 KV 快取和浮點快取的對照"}
 
 DEFAULT_PROMPT = "The weather today is"
 STEPS = 16  # greedy steps after the prompt, for both caches
@@ -131,7 +131,7 @@ def _figure_layers(errors, lang):
     data = [{"type": "bar", "name": kl_name, "x": names, "y": floats(kl for _, kl in errors), "marker": {"color": COLORS["blue"]}},
             {"type": "bar", "name": d_name, "x": names, "y": floats(d for d, _ in errors),
              "marker": {"color": COLORS["vermillion"]}}]
-    title = t({"en": "How far each layer's attention moved", "zh-TW": "每一層的注意力偏移了多少"}, lang)
+    title = t({"en": "How far each layer's attention moved", "zh-TW": "每一層的注意力權重變了多少"}, lang)
     lay = layout("", t({"en": "size of the change (log)", "zh-TW": "變化的大小（對數）"}, lang),
                  barmode="group", yaxis={"type": "log", "exponentformat": "power"})
     cols = [t({"en": "layer", "zh-TW": "層"}, lang), d_name, kl_name]
@@ -224,8 +224,8 @@ def _notes(tok, fcache, qcache, f_tokens, q_tokens, split, errors, view, lang) -
     notes = [t({"en": (f"{qcache.length} positions: the quantized cache holds them in {fmt_bytes(qb)} "
                        f"({qcache.bits_per_value:.2f} bits per number, scales and full-precision tokens included), "
                        f"the float cache in {fmt_bytes(fb)} ({fbits} bits): {fmt_percent(qb / fb)} of the float cache's bytes."),
-                "zh-TW": (f"{qcache.length} 個位置：量化快取用 {fmt_bytes(qb)} 存放（每個數字 {qcache.bits_per_value:.2f} 位元，"
-                          f"縮放係數與全精度的詞元都算在內），浮點快取用 {fmt_bytes(fb)}（{fbits} 位元）："
+                "zh-TW": (f"存放 {qcache.length} 個位置，量化快取用了 {fmt_bytes(qb)}（每個數字 {qcache.bits_per_value:.2f} 位元，"
+                          f"縮放係數和全精度的詞元都算在內），浮點快取用了 {fmt_bytes(fb)}（每個數字 {fbits} 位元）；"
                           f"量化快取只要浮點快取的 {fmt_percent(qb / fb)}。")}, lang),
              _scheme_note(qcache, lang)]
     if split is None:
@@ -237,8 +237,8 @@ def _notes(tok, fcache, qcache, f_tokens, q_tokens, split, errors, view, lang) -
     worst = max(range(len(errors)), key=lambda i: errors[i][1])
     notes.append(t({"en": (f"While both read the same tokens (the prompt and the steps before any divergence), layer {worst + 1} "
                            f"moved most: mean KL {errors[worst][1]:.2g}, largest change of one attention weight {errors[worst][0]:.2g}."),
-                    "zh-TW": (f"兩者讀同樣的詞元時（提示詞，以及分歧之前的每一步），第 {worst + 1} 層偏移最多：平均 KL 為 "
-                              f"{errors[worst][1]:.2g}，單一注意力權重最大變化 {errors[worst][0]:.2g}。")}, lang))
+                    "zh-TW": (f"在兩者讀的詞元還相同的範圍內（提示詞，以及分歧之前的每一步），第 {worst + 1} 層的注意力變得最多："
+                              f"平均 KL 是 {errors[worst][1]:.2g}，單一注意力權重最多變了 {errors[worst][0]:.2g}。")}, lang))
     layer, before, after = view
     notes.append(t({"en": (f"Keys of layer {layer + 1}: the largest channel is {before.max() / np.median(before):.2f}× the median one "
                            f"as stored and {after.max() / np.median(after):.2f}× after the rotation."),

@@ -126,7 +126,7 @@ def _notes(tok, cache, per_layer, probs, dtype, lang) -> list[str]:
     else:
         change = {"en": "The top guess changes on the way up: " + ", then ".join(
                       f"“{p}” ({_span(a, b)['en']})" for p, a, b in runs) + ".",
-                  "zh-TW": "排名第一的詞元一路在變：" + "，接著是".join(
+                  "zh-TW": "逐層來看，排名第一的詞元是：" + "，接著是".join(
                       f"「{p}」（{_span(a, b)['zh-TW']}）" for p, a, b in runs) + "。"}
     held, per_token, total = fmt_bytes(per_layer[-1][0]), fmt_bytes(per_layer[0][0]), fmt_bytes(cache.bytes_used)
     caches = {"en": f"{n_layers} layers, each with its own cache: after {T} tokens each layer holds {held} "
@@ -135,7 +135,7 @@ def _notes(tok, cache, per_layer, probs, dtype, lang) -> list[str]:
                        f"（以 {dtype} 儲存，每個詞元 {per_token}），合計 {total}。"}
     lens = {"en": f"Logit lens: after each layer, the newest token's vector is read with the model's final norm and "
                   f"output head. The embedding alone guesses “{first}”; after the last layer the model says “{final}”.",
-            "zh-TW": f"Logit lens：每一層之後，都用模型最後的正規化與輸出層，讀一次最新詞元的向量。"
+            "zh-TW": f"Logit lens：每過一層，就用模型最後的正規化和輸出層，把最新詞元的向量讀一次。"
                      f"只有嵌入向量時猜「{first}」；經過最後一層，模型的答案是「{final}」。"}
     return [t(note, lang) for note in (caches, lens, change)]
 

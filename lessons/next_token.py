@@ -22,7 +22,7 @@ CONTROLS = (
     prompt_control(DEFAULT_PROMPT),
     slider("temperature", {"en": "Temperature", "zh-TW": "溫度"}, 0.8, 0.0, 2.0, 0.05,
            help={"en": "0 always takes the most likely token; higher values flatten the odds.",
-                 "zh-TW": "0 代表永遠選最可能的詞元；數值越高，機率分布越平。"}),
+                 "zh-TW": "0 代表永遠選最可能的詞元；數值越高，機率分佈越平。"}),
     slider("top_k", {"en": "Top-k (0 = off)", "zh-TW": "Top-k（0 = 關閉）"}, 0, 0, 50, 1,
            help={"en": "Keep only the k most likely tokens.", "zh-TW": "只留下最可能的 k 個詞元。"}),
     slider("top_p", {"en": "Top-p (1 = off)", "zh-TW": "Top-p（1 = 關閉）"}, 1.0, 0.05, 1.0, 0.05,
@@ -56,7 +56,7 @@ def _figure_probs(tok, order, p_model, p, chosen, lang) -> dict:
          "hovertemplate": f"%{{x}}<br>%{{y:.2%}}<extra>{model}</extra>"},
     ]
     title = t({"en": "What comes next? The model's top guesses", "zh-TW": "接下來是什麼？模型心中的前幾名"}, lang)
-    lay = layout(t({"en": "next token (␣ = space)", "zh-TW": "下一個詞元（␣ 代表空格）"}, lang), t(L.PROBABILITY, lang),
+    lay = layout(t({"en": "next token (␣ = space)", "zh-TW": "下一個詞元（␣ 代表空白）"}, lang), t(L.PROBABILITY, lang),
                  yaxis={"tickformat": ".0%", "rangemode": "tozero"}, barmode="overlay")
     cols = [t({"en": "rank", "zh-TW": "名次"}, lang), t(L.TOKEN, lang),
             lbl_id, model, after, t({"en": "drawn", "zh-TW": "抽中"}, lang)]

@@ -36,7 +36,7 @@ CONTROLS = (
                  "zh-TW": "提示詞有哪些共同的部分，決定伺服器能共享什麼。"}),
     slider("requests", {"en": "Number of requests", "zh-TW": "請求數"}, 4, 1, 8, 1,
            help={"en": "All arrive at once; the server admits them first come, first served.",
-                 "zh-TW": "同時抵達；伺服器依先來先服務的順序讓它們進場。"}),
+                 "zh-TW": "所有請求同時抵達；伺服器照先來先服務的順序讓它們開始執行。"}),
     slider("prompt", {"en": "Prompt length (tokens)", "zh-TW": "提示詞長度（詞元數）"}, 12, 2, 64, 1),
     slider("answer", {"en": "Longest answer (tokens)", "zh-TW": "最長回答（詞元數）"}, 6, 1, 32, 1,
            help={"en": "Each answer stops somewhere between a quarter of this and this (drawn, seeded); "
@@ -255,7 +255,7 @@ def _figure_waste(runs: dict, slot: int, lang: str) -> dict:
             {"type": "bar", "name": empty, "x": names, "y": floats(r - u for r, u in ratios), "marker": {"color": COLORS["grey"]},
              "text": [fmt_num(r) for r, _u in ratios], "textposition": "outside", "cliponaxis": False}]
     title = t({"en": "Memory per token the requests hold: what held an entry, what stood empty (whole run)",
-               "zh-TW": "請求每持有一個詞元，要用掉多少記憶體：存有內容的與空著的（整輪平均）"}, lang)
+               "zh-TW": "請求每持有一個詞元，平均用掉多少格記憶體：存有內容的和空著的（整輪平均）"}, lang)
     top = max([r for r, _u in ratios] + [1.0])
     lay = layout("", t({"en": "slots per token held", "zh-TW": "每個詞元用掉的格數"}, lang), barmode="stack",
                  yaxis={"range": [0, top * 1.2]})
@@ -396,9 +396,9 @@ def _note_summary(requests, runs, lang):
                      f"{len(b.steps)} / {len(c.steps)} server steps. Each token the requests held cost {pt[0]} / {pt[1]} / "
                      f"{pt[2]} slots of reserved memory." + start),
               "zh-TW": (f"三種伺服器拿到一樣多的記憶體：{fmt_bytes(mem)}，可存 {fmt_int(mem // slot)} 個詞元。"
-                        f"同時執行的請求最多是 {a.max_running} / {b.max_running} / {c.max_running} 個（連續配置 / 分頁 / "
+                        f"同時執行的請求最多是 {a.max_running} / {b.max_running} / {c.max_running} 個（連續配置／分頁／"
                         f"分頁 + 共享），{len(requests)} 個請求分別在第 {len(a.steps) or '—'} / {len(b.steps)} / "
-                        f"{len(c.steps)} 步全部完成。請求每持有一個詞元，要佔用 {pt[0]} / {pt[1]} / {pt[2]} 格預留的記憶體。"
+                        f"{len(c.steps)} 步全部服務完。請求每持有一個詞元，分別要佔用 {pt[0]} / {pt[1]} / {pt[2]} 格預留的記憶體。"
                         + start)}, lang)
 
 
@@ -423,8 +423,8 @@ def _note_sharing(requests, runs, lang):
                      f"them; copy-on-write copied {c.copies} block(s) (a request's first write into the shared, partly "
                      f"filled last block). Preemptions: {b.preemptions} in (b), {c.preemptions} in (c). (b) stored the "
                      f"same keys and values through its own pool, without running the model a second time."),
-              "zh-TW": (f"在 (c) 裡，提示詞的前 {requests[0].shared} 個詞元只預填一次，每個請求都從它分岔（fork）出去；"
-                        f"寫入時複製一共複製了 {c.copies} 個區塊（請求第一次寫進共享、還沒填滿的最後一個區塊時）。"
+              "zh-TW": (f"在 (c) 裡，提示詞的前 {requests[0].shared} 個詞元只預填一次，每個請求都從這裡分岔（fork）出去；"
+                        f"寫入時複製一共複製了 {c.copies} 個區塊（發生在請求第一次寫進共享、還沒填滿的最後一個區塊時）。"
                         f"搶佔次數：(b) {b.preemptions} 次，(c) {c.preemptions} 次。(b) 透過自己的區塊池存進同樣的 key 和 "
                         f"value，不必讓模型再跑一次。")}, lang) + ran
 
@@ -441,8 +441,8 @@ def _note_batch(runs, lang):
     w = serving.resident_weight_bytes(cfg)
     return t({"en": (f"Batching: one server step for {n} requests reads the weights once ({fmt_bytes(w)}): "
                      f"{fmt_bytes(batch)} in all; {n} separate steps would move {fmt_bytes(alone)} (engine.serving)."),
-              "zh-TW": (f"批次處理：伺服器替 {n} 個請求做的一步，權重只讀一次（{fmt_bytes(w)}），合計 {fmt_bytes(batch)}；"
-                        f"分開做 {n} 步則要搬 {fmt_bytes(alone)}（engine.serving）。")}, lang)
+              "zh-TW": (f"批次處理：伺服器替 {n} 個請求跑的一步，權重只讀一次（{fmt_bytes(w)}），連同快取一共搬 {fmt_bytes(batch)}；"
+                        f"分開跑 {n} 步則要搬 {fmt_bytes(alone)}（engine.serving）。")}, lang)
 
 
 def _note_real(real, lang):
@@ -454,7 +454,7 @@ def _note_real(real, lang):
                      f"memory are left out, so these are upper bounds."),
               "zh-TW": (f"旁邊換成 {s.name}：fp16 權重 {fmt_bytes(real['weights'])}，每個詞元的快取 {fmt_bytes(real['slot'])}；"
                         f"請求組合依它 {fmt_int(s.max_seq_len)} 個詞元的上下文視窗放大 {real['scale']} 倍；區塊大小 "
-                        f"{real['block']} 個詞元（vLLM 的預設值）；分頁的請求以最後的長度計算，也就是它最多佔用的量。"
+                        f"{real['block']} 個詞元（vLLM 的預設值）；分頁的請求照最後的長度計算，也就是它佔用最多的時候。"
                         f"GPU 記憶體取自規格表，以 GiB 計；活化值（activation）和執行環境本身用的記憶體沒有算進去，所以這些是上限。")},
              lang)
 

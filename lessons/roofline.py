@@ -91,7 +91,7 @@ def _figure_roofline(dev, pts, model_name, values, lang) -> dict:
     formats = _formats(dev, cache_bits.bits(values))
     title = t({"en": f"{model_name} on {dev.name['en']}: {formats['en']}",
                "zh-TW": L.zh_join(model_name, "在", dev.name["zh-TW"], "上：", formats["zh-TW"])}, lang)
-    ridge = t({"en": f" ridge {fmt_num(dev.ridge)} FLOP/byte ", "zh-TW": f" 脊點 {fmt_num(dev.ridge)} FLOP/位元組 "}, lang)
+    ridge = t({"en": f" ridge {fmt_num(dev.ridge)} FLOP/byte ", "zh-TW": f" 脊點 {fmt_num(dev.ridge)} FLOP／位元組 "}, lang)
     lay = layout(t(L.log(L.INTENSITY_AXIS), lang), t({"en": "attainable TFLOP/s (log)", "zh-TW": "可達到的 TFLOP/s（對數）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"},
                  shapes=[{"type": "line", "x0": dev.ridge, "x1": dev.ridge, "yref": "paper", "y0": 0, "y1": 1,
@@ -117,8 +117,8 @@ def _notes(dev, pts, values, lang) -> list[str]:
     return [
         t({"en": (f"Ridge of {dev.name['en']}: {ridge} FLOP/byte ({peaks}). Decode at batch 1 reaches {fmt_num(i1)} "
                   f"FLOP/byte, {fmt_num(dev.ridge / i1)}× below the ridge: the compute units mostly wait for memory."),
-           "zh-TW": L.zh_join(dev.name["zh-TW"], f"的脊點是 {ridge} FLOP/位元組（{peaks}）。批次 1 的解碼只有 "
-                              f"{fmt_num(i1)} FLOP/位元組，離脊點還差 {fmt_num(dev.ridge / i1)} 倍：運算單元大多時間都在等記憶體。")},
+           "zh-TW": L.zh_join(dev.name["zh-TW"], f"的脊點是 {ridge} FLOP／位元組（{peaks}）。批次 1 的解碼只有 "
+                              f"{fmt_num(i1)} FLOP／位元組，離脊點還差 {fmt_num(dev.ridge / i1)} 倍：運算單元大多時間都在等記憶體。")},
           lang),
         t({"en": (f"At batch 1 every step moves {fmt_bytes(pts[0][2])}, so memory alone caps decode at about "
                   f"{tok_s} tokens/s on this device, however fast its arithmetic."),

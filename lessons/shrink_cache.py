@@ -17,7 +17,7 @@ from lessons import labels as L
 from lessons.base import select, slider
 from lessons.figures import COLORS, HIGHLIGHT, figure, floats, fmt_bytes, fmt_int, fmt_percent, layout, t
 
-TITLE = {"en": "Three levers on the size of the KV cache", "zh-TW": "縮小 KV 快取的三個槓桿"}
+TITLE = {"en": "Three levers on the size of the KV cache", "zh-TW": "縮小 KV 快取的三根槓桿"}
 
 LEVERS = {
     "heads": {"en": "fewer KV heads (MHA → GQA → MQA)", "zh-TW": "減少 KV head（MHA → GQA → MQA）"},
@@ -34,10 +34,10 @@ CONTROLS = (
                  "zh-TW": "課程模型或公開的模型形狀；槓桿只改動其中一個數字。"}),
     slider("context", L.CONTEXT_LENGTH, 8192, 256, 131072, 256,
            help={"en": "Tokens seen by one sequence (clipped to the model's context window).",
-                 "zh-TW": "一個序列讀過的詞元數（超過模型的上下文視窗時會被截短）。"}),
+                 "zh-TW": "一個序列讀過的詞元數（超過模型的上下文視窗時，會調回視窗的長度）。"}),
     slider("window", {"en": "Window W (tokens)", "zh-TW": "視窗 W（詞元數）"}, 4096, 16, 32768, 16,
            help={"en": "For the window lever: how many of the newest positions attention may read.",
-                 "zh-TW": "滑動視窗槓桿用：注意力最多能讀最新的幾個位置。"}),
+                 "zh-TW": "拉滑動視窗這根槓桿時用：注意力最多讀最近的幾個位置。"}),
 )
 
 
@@ -119,7 +119,7 @@ def _starred_bars(labels, sizes, div: float, starred, lang, customdata=None) -> 
 def _figure_window(cfg, context: int, W: int, lang):
     """Cache size against the tokens seen: every position kept, or the last W only."""
     grid = sorted({round(context * i / 40) for i in range(41)} | ({W} if W < context else set()))
-    lines = [({"en": "every position kept", "zh-TW": "保留每個位置"}, replace(cfg, sliding_window=None), COLORS["grey"], "dash"),
+    lines = [({"en": "every position kept", "zh-TW": "保留所有位置"}, replace(cfg, sliding_window=None), COLORS["grey"], "dash"),
              ({"en": f"window W = {fmt_int(W)}", "zh-TW": f"視窗 W = {fmt_int(W)}"}, replace(cfg, sliding_window=W), COLORS["blue"], "solid")]
     if cfg.sliding_window and cfg.sliding_window != W:
         lines.append(({"en": f"published window {fmt_int(cfg.sliding_window)}", "zh-TW": f"公開的視窗 {fmt_int(cfg.sliding_window)}"},
@@ -129,7 +129,7 @@ def _figure_window(cfg, context: int, W: int, lang):
     data = [{"type": "scatter", "mode": "lines", "name": t(name, lang), "x": grid, "y": floats(s / div for s in sizes[i]),
              "line": {"color": color, "dash": dash}} for i, (name, _, color, dash) in enumerate(lines)]
     title = t({"en": f"The cache as the text grows, with and without a window of {fmt_int(W)}",
-               "zh-TW": f"文字變長時的快取：有無 {fmt_int(W)} 的滑動視窗"}, lang)
+               "zh-TW": f"文字變長時的快取：有沒有 {fmt_int(W)} 個位置的滑動視窗"}, lang)
     lay = layout(t({"en": "tokens seen", "zh-TW": "讀過的詞元數"}, lang), unit, yaxis={"rangemode": "tozero"},
                  xaxis={"rangemode": "tozero"})
     cols = [t({"en": "tokens seen", "zh-TW": "讀過的詞元數"}, lang)] + [t(name, lang) for name, *_ in lines]
@@ -146,7 +146,7 @@ def _figure_bits(cfg, context: int, lang):
     labels = [("★ " if b == own else "") + t({"en": f"{b:g} bits", "zh-TW": f"{b:g} 位元"}, lang) for b in bits]
     data = [_starred_bars(labels, sizes, div, [b == own for b in bits], lang)]
     title = t({"en": f"The cache at {fmt_int(context)} tokens, stored with fewer bits per number",
-               "zh-TW": f"{fmt_int(context)} 個詞元的快取，每個數字用更少位元存放"}, lang)
+               "zh-TW": f"{fmt_int(context)} 個詞元的快取：每個數字少用幾個位元"}, lang)
     lay = layout(t({"en": "bits per number (★ the model's own)",
                            "zh-TW": "每個數字的位元數（★ 模型本身）"}, lang), unit,
                  showlegend=False, yaxis={"rangemode": "tozero"}, xaxis={"type": "category"})
@@ -178,12 +178,12 @@ def _window_notes(cfg, context: int, W: int, lang) -> list[str]:
              _formula(win, cfg.n_kv_heads, costs.cached_positions(win, context), 8 * cfg.dtype_bytes, lang)]
     if W >= context:
         notes.append(t({"en": f"The window ({fmt_int(W)}) is longer than the text ({fmt_int(context)}): nothing is dropped yet.",
-                        "zh-TW": f"視窗（{fmt_int(W)}）比文字（{fmt_int(context)}）還長：目前還沒有任何位置被丟掉。"}, lang))
+                        "zh-TW": f"視窗（{fmt_int(W)}）比文字（{fmt_int(context)}）還長，所以目前還沒有丟掉任何位置。"}, lang))
     notes.append(t({"en": (f"Each layer reads only the last {fmt_int(W)} positions, but what it reads was written by layers "
                            f"that looked back {fmt_int(W)} positions themselves: through {cfg.n_layers} layers, information "
                            f"can reach up to {fmt_int(cfg.n_layers * W)} positions back."),
                     "zh-TW": (f"每一層只讀最新的 {fmt_int(W)} 個位置，但它讀到的內容，是前面幾層各自往回看 {fmt_int(W)} 個位置之後寫下的："
-                              f"經過 {cfg.n_layers} 層，資訊最遠可以傳回 {fmt_int(cfg.n_layers * W)} 個位置之前。")}, lang))
+                              f"經過 {cfg.n_layers} 層，資訊最遠可以從 {fmt_int(cfg.n_layers * W)} 個位置之前傳過來。")}, lang))
     return notes
 
 
@@ -198,10 +198,10 @@ def _notes(lever: str, cfg, name: str, context: int, W: int, lang) -> list[str]:
                  t({"en": ("3.5 and 2.5 bits are averages: integer codes of 3 or 2 bits plus the scales and zero points "
                            "they need, or some numbers kept at more bits. The weights keep their own format."),
                     "zh-TW": ("3.5 和 2.5 位元是平均值：3 或 2 位元的量化碼，加上它們需要的縮放係數與零點，"
-                              "或是有些數字用較多位元存放。權重維持自己的格式。")}, lang)]
+                              "或是有些數字用比較多的位元存放。權重的格式不變。")}, lang)]
     if cfg.sliding_window:
         notes.append(t({"en": f"{name} was published with a sliding window of {fmt_int(cfg.sliding_window)}: its cache never holds more positions.",
-                        "zh-TW": f"{_zh(name)}公開時就帶有 {fmt_int(cfg.sliding_window)} 的滑動視窗：它的快取不會存放超過這麼多位置。"}, lang))
+                        "zh-TW": f"{_zh(name)}發表時就用了 {fmt_int(cfg.sliding_window)} 個位置的滑動視窗，所以它的快取不會存超過這麼多個位置。"}, lang))
     return notes
 
 

@@ -42,7 +42,7 @@ PAIR_LABELS = {
 CONTROLS = (
     text("text", {"en": "Your text", "zh-TW": "你的文字"}, "The cat sat on the mat.",
          help={"en": "Any text: English, Chinese, emoji… (up to 500 characters).",
-               "zh-TW": "什麼文字都可以：英文、中文、表情符號…（最多 500 個字元）。"},
+               "zh-TW": "英文、中文、emoji，什麼文字都可以（最多 500 個字元）。"},
          max_length=MAX_CHARS),
     select("pair", {"en": "Sentence pair to compare", "zh-TW": "要比較的句子"}, "weather",
            [(k, PAIR_LABELS[k]) for k in PAIRS],
@@ -148,7 +148,7 @@ def _figure_real(tok, pair: str, lang) -> dict:
              "textposition": "outside", "marker": {"color": color},
              "hovertemplate": f"%{{x}}<br>%{{y:,}} {t(L.TOKENS, lang)}<extra>{t(name, lang)}</extra>"}
             for name, ys, color in ((L.ENGLISH, en_n, COLORS["blue"]), (L.CHINESE, zh_n, COLORS["vermillion"]))]
-    title = t({"en": "The same pair in production tokenizers", "zh-TW": "同一組句子，交給實際上線的 tokenizer"}, lang)
+    title = t({"en": "The same pair in production tokenizers", "zh-TW": "同一組句子，交給正式上線的 tokenizer"}, lang)
     lay = layout("", t(L.TOKENS, lang), barmode="group")
     cols = [t({"en": "tokenizer", "zh-TW": "tokenizer"}, lang),
             t({"en": "vocabulary (tokens)", "zh-TW": "詞彙表（詞元數）"}, lang),
@@ -226,7 +226,7 @@ def _why_note(tok, reals) -> dict:
                   f"one token. The production tokenizers learned {vocab['en']} tokens from far more text; a character "
                   f"missing from their vocabulary is written as 2–3 byte tokens. In these sentences, {per['en']}.",
             "zh-TW": f"課程的 tokenizer 為什麼不一樣：它的 {size} 個詞元是從課程自己的小型中英語料學來的，合併規則又從不把"
-                     f"兩個中文字併在一起，所以常見的字剛好是一個詞元。實際上線的 tokenizer 從多得多的文字裡學出 "
+                     f"兩個中文字併在一起，所以常見的字剛好是一個詞元。正式上線的 tokenizer 從多得多的文字裡學出 "
                      f"{vocab['zh-TW']} 個詞元；詞彙表裡沒有的字，就拆成 2 到 3 個位元組詞元。在這幾組句子裡，{per['zh-TW']}。"}
 
 
@@ -238,7 +238,7 @@ def _notes_real(tok, lang) -> list[str]:
     source = {"en": f"Production counts: {pkg} (the vocabularies ship inside the package, nothing is downloaded), run "
                     f"by tools/real_token_counts.py and stored with the course. These tokenizers do not run in the "
                     f"browser, so your own text is counted by the course tokenizer only.",
-              "zh-TW": f"實際上線 tokenizer 的詞元數：由 tools/real_token_counts.py 以 {pkg} 算好後存進課程"
+              "zh-TW": f"正式上線 tokenizer 的詞元數：由 tools/real_token_counts.py 用 {pkg} 算好後存進課程"
                        f"（詞彙表就在套件裡，不必另外下載）。這些 tokenizer 無法在瀏覽器裡執行，"
                        f"所以你自己的文字只用課程的 tokenizer 計算。"}
     return [t(note, lang) for note in (_ratio_note(tok, reals), _why_note(tok, reals), source)]
@@ -259,7 +259,7 @@ def run(values: dict, lang: str) -> dict:
     notes.append(t({"en": f"Course tokenizer: byte-level BPE with {fmt_int(tok.vocab_size)} tokens (256 bytes, 1 end-of-text, "
                           f"the rest merges).",
                     "zh-TW": f"課程的 tokenizer：位元組層級的 BPE，共 {fmt_int(tok.vocab_size)} 個詞元"
-                             f"（256 個位元組、1 個結束符號，其餘都是合併而來）。"}, lang))
+                             f"（256 個位元組、1 個結束詞元，其餘都是合併出來的）。"}, lang))
     figures = [_figure_counts(groups, counts, lang), _figure_real(tok, values["pair"], lang)]
     return {"tokens": chips, "figures": figures,
             "tables": [token_table, _table_all_pairs(tok, lang)], "notes": notes}

@@ -48,7 +48,7 @@ UI_STRINGS: dict[str, dict[str, str]] = {
     "zh-TW": {
         "demo_label": "即時示範",
         "run_live": "即時執行",
-        "running": "計算中…",
+        "running": "計算中……",
         "data_table": "資料表",
         "data_table_of": "圖表「{title}」背後的資料",
         "controls": "控制項",
@@ -56,9 +56,9 @@ UI_STRINGS: dict[str, dict[str, str]] = {
             "目前顯示的是建置本頁時以預設值算好的結果。"
             "調整任一控制項或按「即時執行」，就會在你的瀏覽器裡重新計算。"
         ),
-        "progress_runtime": "正在載入 Python 執行環境（Pyodide {version}）…",
-        "progress_numpy": "正在載入 NumPy…",
-        "progress_engine": "正在載入課程引擎…",
+        "progress_runtime": "正在載入 Python 執行環境（Pyodide {version}）……",
+        "progress_numpy": "正在載入 NumPy……",
+        "progress_engine": "正在載入課程引擎……",
         "ready": "Python 已在你的瀏覽器中就緒。",
         "live_done": "已在你的瀏覽器中即時算好，耗時 {ms} 毫秒。",
         "error_load": (

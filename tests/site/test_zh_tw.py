@@ -45,6 +45,9 @@ ALLOWED_CONVERSIONS = {
     ("文件", "檔案"): "文件 is documentation (Python 說明文件); 檔案 is a file on disk.",
     ("項目", "專案"): "項目 is an item in a list; 專案 is a project.",
     ("了", "瞭"): "s2twp turns the particle 了 after some verbs (證明了) into 瞭, which is wrong there.",
+    ("只", "隻"): "只 ('only') is the Traditional form too; s2twp's phrase table reads 是只 and 首只 as the "
+                 "measure word 隻 (「這就是只有」, 「字首只預填一次」 come back as 是隻有, 首隻預填). The "
+                 "measure word written 只 is caught by MAINLAND_TERMS instead (一只、這只貓).",
 }
 
 # Mainland term -> (the Taiwan term, why it is flagged). Patterns are regular expressions.
@@ -81,6 +84,8 @@ MAINLAND_TERMS = {
     "文檔": ("文件", "'document' is 文件 in Taiwan"),
     "分辨率": ("解析度", "'resolution' is 解析度 in Taiwan"),
     "示例": ("範例", "'example' is 範例 in Taiwan"),
+    r"[一二兩三四五六七八九十幾每這那哪]只(?![有要是能會好需剩在用讀看])": (
+        "隻", "the measure word (一隻、這隻) is 隻 in Traditional Chinese; 只 there is the Simplified form"),
 }
 
 ZH_PAGES = sorted(DOCS.rglob("*.zh-TW.md"))
@@ -214,6 +219,8 @@ def test_the_checks_catch_what_they_should(s2twp):
     assert any("这" in a for _, a, _b in changes)
     assert conversion_changes("台灣的平台很好。", s2twp) == []  # allowed: 台 vs 臺
     assert conversion_changes("模型有一百萬個參數，說明文件的第一個項目證明了這點。", s2twp) == []
+    assert conversion_changes("這就是只有字首只預填一次的原因。", s2twp) == []  # allowed: 只, see above
+    assert "隻" in " ".join(mainland_terms("一只貓和這只狗。")) and not mainland_terms("這只是字首，只有一個。")
     terms = " ".join(mainland_terms(sample))
     for term in ("程序", "數據", "緩存", "軟件"):
         assert term in terms
