@@ -149,8 +149,8 @@ def _coerce(c: Control, v: Any) -> Any:
                 raise LessonInputError(f"“{en_label}” must be a number.", f"「{zh_label}」必須是數字。") from None
         if not math.isfinite(v) or v < c.min or v > c.max:
             raise LessonInputError(
-                f"“{en_label}” must be between {c.min:g} and {c.max:g}.",
-                f"「{zh_label}」必須介於 {c.min:g} 與 {c.max:g} 之間。",
+                f"“{en_label}” must be between {c.min:,g} and {c.max:,g}.",
+                f"「{zh_label}」必須介於 {c.min:,g} 與 {c.max:,g} 之間。",
             )
         is_int = all(float(x).is_integer() for x in (c.min, c.max, c.step))
         return int(round(v)) if is_int else float(v)
