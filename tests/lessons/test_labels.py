@@ -30,7 +30,7 @@ def test_log_axis_titles_keep_one_pair_of_brackets(label, logged):
 
 
 @pytest.mark.parametrize("parts, joined", [
-    (("Llama 3 8B", "在", "筆電 CPU（代表性數值）", "上"), "Llama 3 8B 在筆電 CPU（代表性預設）上"),
+    (("Llama 3 8B", "在", "筆電 CPU（代表性數值）", "上"), "Llama 3 8B 在筆電 CPU（代表性數值）上"),
     (("Llama 3 8B", "在", "NVIDIA H200 SXM", "上：", "bf16"), "Llama 3 8B 在 NVIDIA H200 SXM 上：bf16"),
     (("課程模型（本網站）", "的上下文視窗"), "課程模型（本網站）的上下文視窗"),
     (("數字格式為", "4 位元權重"), "數字格式為 4 位元權重"),
