@@ -1,4 +1,4 @@
-"""Plate 8: serving many readers. A simulated server (lessons/serving_sim.py) serves the
+"""Plate 8: serving many readers. The engine's scheduler (engine/scheduler.py) serves the
 reader's requests three ways in the same memory -- contiguous max-length reservations, the
 engine's paged cache, and the paged cache with a shared prefix -- with the course model
 computing every token once (the other paged run stores the same entries through its own
@@ -13,11 +13,11 @@ import math
 import numpy as np
 
 from engine import costs, load_course_model, serving
+from engine.scheduler import PREFIX, SHARED, Request, min_blocks, run_contiguous, run_paged
 from engine.shapes import MODEL_SHAPES, config_from_shape
 from lessons import labels as L
 from lessons.base import LessonInputError, select, slider
 from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_int, fmt_num, layout, t, table
-from lessons.serving_sim import PREFIX, SHARED, Request, min_blocks, run_contiguous, run_paged
 
 TITLE = {"en": "A server on a paged KV cache", "zh-TW": "用分頁 KV 快取服務多個請求"}
 
@@ -404,7 +404,7 @@ def _note_summary(requests, runs, lang):
 
 def _note_model(b, c, lang):
     """Where the course model ran, and what a preempted request went through."""
-    model = b if c is b or not c.forwards else c  # the run in which the model ran (lessons/serving_sim.py)
+    model = b if c is b or not c.forwards else c  # the run in which the model ran (engine/scheduler.py)
     where = "(c)" if model is c and c is not b else "(b)"
     written = sum(len(a) for a in model.answers.values())
     return t({"en": (f" The course model ran {model.forwards} forward passes in {where}, writing all {written} answer "
