@@ -26,6 +26,7 @@ LESSONS = {
     "shrink_cache": "shrink_cache",
     "kv_quant": "kv_quant",
     "paging": "paging",
+    "batching": "batching",
     "bench_browser": "bench_browser",
     "bench_results": "bench_page",
 }

@@ -221,6 +221,27 @@ TERMS: tuple[Term, ...] = (
          "variant form and 先佔 an older textbook word for the same idea.",
          avoid_en=(r"\bpre-emption\b",),
          avoid_zh=(r"搶占", r"先佔")),
+    Term("ttft", "time to first token (TTFT)", "首詞元延遲", "首詞元延遲（TTFT）",
+         "What a reader waits before the answer starts. 首 + 詞元 keeps the site's word for a token; "
+         "首字延遲 counts characters (a bare 'token' is caught by the token row).",
+         avoid_zh=(r"首字延遲", r"首令牌")),
+    Term("tpot", "time per output token (TPOT)", "每詞元輸出時間", "每詞元輸出時間（TPOT）",
+         "The pace of the answer after its first token: the time each further output token takes. "
+         "Written with 詞元 like TTFT; 令牌 is a mainland rendering of token.",
+         avoid_zh=(r"令牌",)),
+    Term("static-batching", "static batching", "靜態批次處理", "靜態批次處理（static batching）",
+         "A batch fixed when it starts: 靜態 as in 靜態配置, with 批次處理 as in the batching row.",
+         avoid_zh=(r"靜態批量", r"靜態批處理")),
+    Term("continuous-batching", "continuous batching", "持續批次處理", "持續批次處理（continuous batching）",
+         "The batch keeps changing while it runs (Orca's iteration-level scheduling). 連續 is this "
+         "site's word for contiguous memory (連續配置, 連續快取), so 連續批次 would read as a batch "
+         "laid out in one piece; 持續 says it goes on and takes newcomers.",
+         avoid_zh=(r"連續批次", r"連續批處理", r"動態批次")),
+    Term("chunked-prefill", "chunked prefill", "分段預填", "分段預填（chunked prefill）",
+         "A long prompt prefilled a segment at a time. 分塊 and 區塊 belong to the paged cache's "
+         "blocks on the same plate; 分段 keeps the two ideas apart.",
+         avoid_en=(r"\bchunked pre-fill\b",),
+         avoid_zh=(r"分塊預填", r"切塊預填", r"分片預填")),
 )
 
 _BY_CONCEPT = {t.concept: t for t in TERMS}
