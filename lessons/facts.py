@@ -150,6 +150,39 @@ def _serving_facts() -> dict[str, str]:
     return out
 
 
+SCHED_PROMPT = 2048  # plate 8's prefill/decode example: a prompt of 2K tokens
+SCHED_CHUNK = 512  # its chunked-prefill example: a 4K prompt in chunks of 512 tokens
+
+
+def _scheduler_facts() -> dict[str, str]:
+    """Plate 8's scheduling numbers: Llama 3 8B (fp16) timed on an H100 SXM by engine.scheduler."""
+    from engine import scheduler as sch
+    from lessons.devices import DEVICES
+    from lessons.figures import fmt_seconds, fmt_si
+
+    cfg, dev = config_from_shape(MODEL_SHAPES["Llama 3 8B"]), DEVICES["h100_sxm"]
+    P = SCHED_PROMPT
+    pre = costs.prefill_bytes(cfg, P, FP16_BYTES) / dev.bandwidth, costs.prefill_flops(cfg, P) / dev.peak_flops
+    dec = costs.decode_step_bytes(cfg, P, True, FP16_BYTES) / dev.bandwidth, costs.decode_step_flops(cfg, P, True) / dev.peak_flops
+    out = {"sched.h100.bandwidth": fmt_si(dev.bandwidth, "B/s"), "sched.h100.peak": fmt_si(dev.peak_flops, "FLOP/s"),
+           "sched.prompt": fmt_int(P), "sched.prefill": fmt_seconds(max(pre)), "sched.prefill_memory": fmt_seconds(pre[0]),
+           "sched.prefill_compute": fmt_seconds(pre[1]), "sched.decode": fmt_seconds(max(dec)),
+           "sched.decode_memory": fmt_seconds(dec[0]), "sched.decode_compute": fmt_seconds(dec[1])}
+    # the hand-worked mix: four requests of 3 prompt tokens, answers 4, 1, 4, 1, at most 2 at once
+    mix = [sch.Request(i, (0,) * 3, 0, a) for i, a in enumerate((4, 1, 4, 1))]
+    for name in ("static", "continuous"):
+        out[f"sched.example.{name}_steps"] = fmt_int(len(sch.run_paged_counts(mix, 64, 16, sch.Policy(name, max_batch=2)).steps))
+    # chunked prefill: R1 (512-token prompt, 16 tokens) is answering when a 4,096-token prompt arrives at step 4
+    reqs = [sch.Request(0, (0,) * 512, 0, 16), sch.Request(1, (0,) * 4096, 0, 4, None, 4)]
+    out["sched.chunk.budget"], out["sched.chunk.prompt"] = fmt_int(SCHED_CHUNK), fmt_int(4096)
+    out["sched.chunk.running_prompt"] = fmt_int(512)
+    for key, chunk in (("whole", None), ("chunked", SCHED_CHUNK)):
+        run = sch.run_paged_counts(reqs, 4096, 16, sch.Policy(chunk=chunk))
+        t = sch.request_timings(run, reqs, sch.step_seconds(run, cfg, dev.bandwidth, dev.peak_flops, FP16_BYTES))
+        out[f"sched.chunk.{key}_gap"], out[f"sched.chunk.{key}_ttft"] = fmt_seconds(t[0].worst_gap), fmt_seconds(t[1].ttft)
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def _facts(lang: str) -> tuple[tuple[str, str], ...]:
     out = _course_facts()
@@ -158,6 +191,7 @@ def _facts(lang: str) -> tuple[tuple[str, str], ...]:
     out.update(_tokenizer_facts())
     out.update(_shrink_facts())
     out.update(_serving_facts())
+    out.update(_scheduler_facts())
     # Every value is numbers and unit symbols (B, KiB, MiB, GiB), the same in both languages.
     return tuple(sorted(out.items()))
 
