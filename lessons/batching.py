@@ -28,10 +28,10 @@ BATCHING = {
 
 CONTROLS = (
     select("batching", {"en": "Batching", "zh-TW": "批次處理方式"}, "continuous", list(BATCHING.items())),
-    checkbox("chunked", {"en": "Chunked prefill", "zh-TW": "分段預填"}, False,
-             help={"en": "Split long prompts so that no server step processes more tokens than the budget below.",
-                   "zh-TW": "把長提示詞拆開，讓每個伺服器步驟處理的詞元數不超過下面的上限。"}),
-    slider("chunk", {"en": "Tokens per step (chunk budget)", "zh-TW": "每步詞元數上限（分段大小）"}, 512, 64, 4096, 64),
+    checkbox("chunked", {"en": "Chunked prefill", "zh-TW": "分段預填"}, False),
+    slider("chunk", {"en": "Tokens per step (chunk budget)", "zh-TW": "每步詞元數上限（分段大小）"}, 512, 64, 4096, 64,
+           help={"en": "With chunked prefill on, no server step processes more tokens than this.",
+                 "zh-TW": "開啟分段預填時，每個伺服器步驟處理的詞元數不超過這個值。"}),
     slider("max_batch", {"en": "Most requests at once", "zh-TW": "同時執行的請求數上限"}, 4, 1, 8, 1),
     slider("requests", {"en": "Number of requests", "zh-TW": "請求數"}, 6, 2, 10, 1),
     slider("gap", {"en": "Steps between arrivals", "zh-TW": "請求抵達的間隔（步數）"}, 3, 0, 12, 1,
@@ -124,7 +124,10 @@ def _figure_timeline(run, seconds, n: int, lang: str) -> dict:
     hover = t({"en": "%{y}, step %{x}: %{text}", "zh-TW": "%{y}，第 %{x} 步：%{text}"}, lang)
     data = [{"type": "heatmap", "z": z, "x": steps, "y": [_r(i) for i in range(n)], "text": text, "xgap": 1, "ygap": 2,
              "zmin": -0.5, "zmax": len(STATES) - 0.5, "colorscale": _scale(), "hovertemplate": hover + "<extra></extra>",
-             "colorbar": {"tickvals": list(range(len(STATES))), "ticktext": names, "thickness": 12, "outlinewidth": 0}}]
+             "showscale": False}]
+    # the states as legend entries (a legend wraps above the plot on a phone; a colour bar took its width)
+    data += [{"type": "scatter", "mode": "markers", "x": [None], "y": [None], "name": nm, "hoverinfo": "skip",
+              "marker": {"symbol": "square", "size": 12, "color": color}} for nm, (_l, color) in zip(names, STATES)]
     title = t({"en": "Timeline: what each request does at each server step (blank: not arrived yet, or done)",
                "zh-TW": "時間軸：每個請求在每個伺服器步驟做什麼（空白：還沒抵達，或已經完成）"}, lang)
     lay = layout(t({"en": "server step", "zh-TW": "伺服器步驟"}, lang), t(REQUEST, lang), yaxis={"autorange": "reversed"})
