@@ -539,6 +539,8 @@ def chunk_cost(cfg: Config, start: int, n: int, last: bool, dtype_bytes: int | N
     n = check_int("n", n, minimum=1)
     b = cfg.dtype_bytes if dtype_bytes is None else check_int("dtype_bytes", dtype_bytes, minimum=1)
     keys = costs.cached_positions(cfg, start + n)
+    # engine.costs' own per-layer counts, so that a decode here is costs.decode_step_flops and a
+    # whole prompt costs.prefill_flops (tests/engine/test_scheduler.py checks both)
     flops = cfg.n_layers * (costs._projection_flops(cfg, n) + costs._attention_flops(cfg, n, keys))
     flops += costs._lm_head_flops(cfg, 1) if last else 0
     kv = (keys + n) * cfg.kv_values_per_token * b
