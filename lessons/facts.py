@@ -76,7 +76,12 @@ def _real_facts(prefix: str, name: str) -> dict[str, str]:
 def _tokenizer_facts() -> dict[str, str]:
     """Vocabulary sizes of the production tokenizers the tokens demo compares with, as
     counted from the package's own vocabulary by tools/real_token_counts.py."""
-    return {f"tokenizers.{r['name']}.vocab_size": fmt_int(r["vocab_size"]) for r in real_counts()["tokenizers"]}
+    out = {}
+    for r in real_counts()["tokenizers"]:  # vocab_size counts the regular tokens only, as the package lists them
+        out[f"tokenizers.{r['name']}.vocab_size"] = fmt_int(r["vocab_size"])
+        out[f"tokenizers.{r['name']}.special_tokens"] = fmt_int(r["special_tokens"])
+        out[f"tokenizers.{r['name']}.vocab_with_special"] = fmt_int(r["vocab_size"] + r["special_tokens"])
+    return out
 
 
 def _shrink_facts() -> dict[str, str]:
