@@ -136,6 +136,10 @@ TERMS: tuple[Term, ...] = (
          "and its attention and feed-forward halves are 子層; 區塊 is kept for the paging block "
          "(row 'kv-block').",
          avoid_zh=(r"(?:注意力|Transformer|子|上一個|下一個|同一種)\s?區塊", r"堆疊裡的一個區塊")),
+    Term("markdown-block", "block (of a Markdown page: a demo fence, an admonition)", "區段", "區段",
+         "The authors' page talks about Markdown's fenced blocks and admonitions; 區段 keeps them "
+         "apart from the paging block (row 'kv-block').",
+         avoid_zh=(r"(?:示範|圍欄|收合|程式碼)區塊",)),
     Term("token-group", "group of tokens (KIVI)", "詞元組", "詞元組（token group）",
          "KIVI quantizes each key channel over a group of consecutive tokens; 詞元組 says what is "
          "grouped. 區塊 is the paging block, and 群組 (row 'quant-group') is any set of numbers that "
@@ -247,6 +251,11 @@ TERMS: tuple[Term, ...] = (
          "Follows 區塊; the operating system's page table is 分頁表, which plate 8 names only to "
          "draw the analogy.",
          avoid_zh=(r"(?<!區)塊表", r"區塊對照表", r"區塊映射表")),
+    Term("shared-block", "shared block", "共享區塊", "共享區塊",
+         "A block several sequences hold, as in 字首共享; 共用 stays for the common pool (共用的區塊池) "
+         "and for heads that share a KV head, so 'shared block' has one word on plate 8, in its demo "
+         "and in the glossary.",
+         avoid_zh=(r"共用(?:的)?區塊(?!池)", r"共用、還沒填滿")),
     Term("prefix-sharing", "prefix sharing", "字首共享", "字首共享（prefix sharing）",
          "字首 is the Taiwan form for a prefix: OpenCC's s2twp turns 前綴 into 字首, and the site's "
          "zh-TW check (tests/site/test_zh_tw.py) keeps to s2twp; Taiwanese CS texts use it too "
