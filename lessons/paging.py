@@ -392,12 +392,12 @@ def _note_summary(requests, runs, lang):
                                   "zh-TW": "連續配置的伺服器根本沒辦法開始：單一請求預留的空間就比記憶體還大。"}, lang)
     return t({"en": (f"Same memory for all three: {fmt_bytes(mem)} ({fmt_int(mem // slot)} token slots). At most "
                      f"{a.max_running} / {b.max_running} / {c.max_running} requests ran at once (contiguous / paging / "
-                     f"paging + sharing), and the {len(requests)} requests were done after {len(a.steps) or '—'} / "
+                     f"paging + prefix sharing), and the {len(requests)} requests were done after {len(a.steps) or '—'} / "
                      f"{len(b.steps)} / {len(c.steps)} server steps. Each token the requests held cost {pt[0]} / {pt[1]} / "
                      f"{pt[2]} slots of reserved memory." + start),
               "zh-TW": (f"三種伺服器拿到一樣多的記憶體：{fmt_bytes(mem)}，可存 {fmt_int(mem // slot)} 個詞元。"
                         f"同時執行的請求最多是 {a.max_running} / {b.max_running} / {c.max_running} 個（連續配置／分頁／"
-                        f"分頁 + 共享），{len(requests)} 個請求分別在第 {len(a.steps) or '—'} / {len(b.steps)} / "
+                        f"分頁 + 字首共享），{len(requests)} 個請求分別在第 {len(a.steps) or '—'} / {len(b.steps)} / "
                         f"{len(c.steps)} 步全部服務完。請求每持有一個詞元，分別要佔用 {pt[0]} / {pt[1]} / {pt[2]} 格預留的記憶體。"
                         + start)}, lang)
 
