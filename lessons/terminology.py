@@ -154,11 +154,11 @@ TERMS: tuple[Term, ...] = (
     Term("memory-bound", "memory-bound", "受記憶體頻寬限制", "受記憶體頻寬限制（memory-bound）",
          "What limits the step is the memory's bandwidth, not its size; 受限於記憶體 reads as 'out of "
          "memory'. Its twin is 受運算能力限制 (compute-bound).",
-         avoid_zh=(r"受限於記憶體", r"記憶體受限", r"受記憶體限制", r"受限於運算", r"受運算限制", r"運算受限")),
+         avoid_zh=(r"受限於\[?記憶體", r"記憶體受限", r"受記憶體限制", r"受限於\[?運算", r"受運算限制", r"運算受限")),
     Term("achieved-bandwidth", "achieved bandwidth", "實測頻寬", "實測頻寬（achieved bandwidth）",
          "The bytes a step moved divided by its measured time: 實測 says it was measured, beside the "
          "datasheet's peak bandwidth.",
-         avoid_zh=(r"達成頻寬", r"實際達到的頻寬", r"達到的頻寬")),
+         avoid_zh=(r"達成\[?頻寬", r"達到的\[?頻寬")),  # \[? : a link may start at 頻寬
     Term("quant-scheme", "scheme", "量化做法", "量化做法（scheme）",
          "Which numbers share a scale, and what is done first: the demo's control and the page's "
          "基準做法 share one word.",
@@ -173,7 +173,7 @@ TERMS: tuple[Term, ...] = (
     Term("production", "production (a tokenizer, a model, a library)", "商用模型的", "商用模型的 tokenizer",
          "正式上線 is a calque of 'in production'; say whose or how it is used: 商用模型的 tokenizer, "
          "實際在用的大型模型, 業界常用的函式庫.",
-         avoid_zh=(r"正式上線",)),
+         avoid_zh=(r"正式上線", r"正式版", r"正式的函式庫")),
     Term("plate", "plate", "張", "第 N 張",
          "The course is a set of plates, counted 第 1 張 … 第 8 張.",
          avoid_en=(r"\bpanels?\b",),

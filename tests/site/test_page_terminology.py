@@ -137,6 +137,7 @@ PLANTED = {  # (language, where, what to add) -> the concept it must be caught a
     ("zh-TW", "prose", "把這些小塊解碼回去。"): "detokenize",
     ("zh-TW", "prose", "所以解碼受限於記憶體。"): "memory-bound",
     ("zh-TW", "prose", "它的達成頻寬很低。"): "achieved-bandwidth",
+    ("zh-TW", "link", "得到實際達到的[頻寬（bandwidth）](../glossary.md#bandwidth)。"): "achieved-bandwidth",
     ("zh-TW", "prose", "換一種量化方式看看。"): "quant-scheme",
     ("zh-TW", "prose", "兩段文字在這裡分歧。"): "divergence",
     ("zh-TW", "prose", "一套正式上線的函式庫。"): "production",
