@@ -173,7 +173,7 @@ TERMS: tuple[Term, ...] = (
     Term("production", "production (a tokenizer, a model, a library)", "商用模型的", "商用模型的 tokenizer",
          "正式上線 is a calque of 'in production'; say whose or how it is used: 商用模型的 tokenizer, "
          "實際在用的大型模型, 業界常用的函式庫.",
-         avoid_zh=(r"正式上線", r"正式版", r"正式的函式庫")),
+         avoid_zh=(r"正式上線", r"正式版", r"正式的函式庫", r"正式模型")),
     Term("plate", "plate", "張", "第 N 張",
          "The course is a set of plates, counted 第 1 張 … 第 8 張.",
          avoid_en=(r"\bpanels?\b",),
