@@ -11,7 +11,8 @@ a shared prefix, those blocks are held once for all requests that start with it.
     requests_that_fit(memory, per_request, shared)
 
 A slot is one position in every layer, K and V (engine.costs.kv_cache_bytes of one token).
-GPU capacities are the vendors' published ones, with their sources, like engine.shapes.
+A GPU is two facts with their sources, like engine.shapes: the datasheet's capacity (decimal
+GB, what it is sold as) and the memory the device reports (what requests are counted in).
 """
 from __future__ import annotations
 
@@ -85,22 +86,43 @@ def requests_that_fit(memory_bytes: int, per_request_bytes: int, shared_bytes: i
 
 @dataclass(frozen=True)
 class GpuMemory:
+    """One GPU's memory as two facts, each with its source; everything else is derived.
+
+    The datasheet's capacity is marketed in decimal gigabytes (80 GB = 80e9 bytes). What a
+    server can fill is what the device reports as its total memory, a little less than that
+    counted in binary units: requests that fit are computed from ``usable_bytes``.
+    """
+
     key: str
     name: str
-    # the datasheet's "80GB" counted as 80 GiB: closer to what the driver reports than 80e9 bytes
-    # (the H200 of this project's GPU run reported 150,109,880,320 bytes, 139.8 GiB)
-    gib: int
-    source: str
+    datasheet_gb: int  # the capacity the datasheet prints, in GB (10**9 bytes)
+    source: str  # that datasheet
+    usable_bytes: int  # the total memory the device reports
+    usable_source: str  # where that number was read
     short: str  # a label that fits under a bar on a phone
 
     @property
+    def datasheet_bytes(self) -> int:
+        return self.datasheet_gb * 10**9
+
+    @property
     def bytes(self) -> int:
-        return self.gib * 2**30
+        """What a server can hold: the usable memory."""
+        return self.usable_bytes
 
 
 GPUS: dict[str, GpuMemory] = {g.key: g for g in (
     GpuMemory("h100_80", "NVIDIA H100 SXM (80 GB)", 80,
-              "NVIDIA H100 Tensor Core GPU datasheet: 80GB HBM3 (SXM5)", "H100 (80 GB)"),
+              "NVIDIA H100 Tensor Core GPU datasheet: 80GB HBM3 (SXM5)",
+              81_559 * 2**20,
+              "nvidia-smi's total for an NVIDIA H100 80GB HBM3: 81559MiB (about 79.6 GiB), as public "
+              "logs of that card print it; not measured by this project (no H100 run yet). CUDA's "
+              "totalGlobalMem on the same card reads a few hundred MiB lower, so this is an upper bound.",
+              "H100 (80 GB)"),
     GpuMemory("h200_141", "NVIDIA H200 SXM (141 GB)", 141,
-              "NVIDIA H200 Tensor Core GPU datasheet: 141GB HBM3e", "H200 (141 GB)"),
+              "NVIDIA H200 Tensor Core GPU datasheet: 141GB HBM3e",
+              150_109_880_320,
+              "CUDA's totalGlobalMem on this project's H200 run (engine/bench/results/gpu-cupy-h200.json, "
+              "cuda.memory_bytes): about 139.8 GiB",
+              "H200 (141 GB)"),
 )}

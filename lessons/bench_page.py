@@ -224,7 +224,7 @@ def _roofline(series, lang):
                  t({"en": "GFLOP/s (log)", "zh-TW": "GFLOP/s（對數）"}, lang), xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang),
             t({"en": "intensity (FLOP/byte)", "zh-TW": "運算強度（FLOP／位元組）"}, lang), "GFLOP/s",
-            t({"en": "achieved bandwidth", "zh-TW": "達成頻寬"}, lang),
+            t({"en": "achieved bandwidth", "zh-TW": "實測頻寬"}, lang),
             t({"en": "% of peak bandwidth", "zh-TW": "佔峰值頻寬 %"}, lang)]
     return figure("roofline", title, data, lay, cols, rows)
 
@@ -245,7 +245,7 @@ def _peak_share(series, lang):
     lay = layout(t(CTX_LOG, lang),
                  t({"en": "% of peak bandwidth", "zh-TW": "佔峰值頻寬 %"}, lang),
                  xaxis={"type": "log"}, yaxis={"range": [0, min(100.0, top * 1.15)], "rangemode": "tozero"})
-    cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang), t({"en": "achieved bandwidth", "zh-TW": "達成頻寬"}, lang),
+    cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang), t({"en": "achieved bandwidth", "zh-TW": "實測頻寬"}, lang),
             t({"en": "peak bandwidth", "zh-TW": "峰值頻寬"}, lang), t({"en": "% of peak", "zh-TW": "佔峰值 %"}, lang)]
     return figure("peak_share", title, data, lay, cols, rows)
 

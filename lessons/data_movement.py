@@ -30,7 +30,7 @@ ENERGY_SOURCE = {
     "en": ("M. Horowitz, “Computing's energy problem (and what we can do about it)”, ISSCC 2014: 45 nm estimates; "
            "per 32-bit operation as tabulated by S. Han et al., “Learning both Weights and Connections for Efficient "
            "Neural Networks”, NIPS 2015, Fig. 1."),
-    "zh-TW": ("M. Horowitz，〈Computing's energy problem (and what we can do about it)〉，ISSCC 2014：45 奈米製程的估計值；"
+    "zh-TW": ("M. Horowitz，〈Computing's energy problem (and what we can do about it)〉，ISSCC 2014，45 奈米製程的估計值；"
               "每次 32 位元操作的數值引自 S. Han 等人〈Learning both Weights and Connections for Efficient Neural "
               "Networks〉，NIPS 2015，圖 1。"),
 }

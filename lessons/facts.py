@@ -76,7 +76,12 @@ def _real_facts(prefix: str, name: str) -> dict[str, str]:
 def _tokenizer_facts() -> dict[str, str]:
     """Vocabulary sizes of the production tokenizers the tokens demo compares with, as
     counted from the package's own vocabulary by tools/real_token_counts.py."""
-    return {f"tokenizers.{r['name']}.vocab_size": fmt_int(r["vocab_size"]) for r in real_counts()["tokenizers"]}
+    out = {}
+    for r in real_counts()["tokenizers"]:  # vocab_size counts the regular tokens only, as the package lists them
+        out[f"tokenizers.{r['name']}.vocab_size"] = fmt_int(r["vocab_size"])
+        out[f"tokenizers.{r['name']}.special_tokens"] = fmt_int(r["special_tokens"])
+        out[f"tokenizers.{r['name']}.vocab_with_special"] = fmt_int(r["vocab_size"] + r["special_tokens"])
+    return out
 
 
 def _shrink_facts() -> dict[str, str]:
@@ -141,9 +146,10 @@ def _serving_facts() -> dict[str, str]:
     }
     full = serving.contiguous_slots(s.max_seq_len) * slot
     paged = serving.paged_slots(SERVING_AVERAGE, SERVING_BLOCK) * slot
-    for g in serving.GPUS.values():
-        free = max(g.bytes - weights, 0)
-        out[f"serving.{g.key}.memory"] = fmt_bytes(g.bytes)
+    for g in serving.GPUS.values():  # each GPU's two facts; every count below comes from the usable bytes
+        free = max(g.usable_bytes - weights, 0)
+        out[f"serving.{g.key}.memory"] = f"{g.datasheet_gb} GB"  # as the datasheet prints it (decimal)
+        out[f"serving.{g.key}.usable"] = fmt_bytes(g.usable_bytes)  # what the device reports
         out[f"serving.{g.key}.llama3_8b_free"] = fmt_bytes(free)
         out[f"serving.{g.key}.llama3_8b_full_window"] = fmt_int(serving.requests_that_fit(free, full))
         out[f"serving.{g.key}.llama3_8b_paged_average"] = fmt_int(serving.requests_that_fit(free, paged))

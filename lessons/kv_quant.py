@@ -37,7 +37,7 @@ BITS = ("16", "8", "4", "3", "2")
 
 CONTROLS = (
     prompt_control(DEFAULT_PROMPT),
-    select("scheme", {"en": "Scheme", "zh-TW": "量化方式"}, "per_token", list(SCHEMES.items()),
+    select("scheme", {"en": "Scheme", "zh-TW": "量化做法"}, "per_token", list(SCHEMES.items()),
            help={"en": "Which numbers share one scale and zero point.",
                  "zh-TW": "哪些數字共用同一組縮放係數與零點。"}),
     select("bits", {"en": "Bits per code", "zh-TW": "每個量化碼的位元數"}, "3",
@@ -184,8 +184,8 @@ def _figure_rotation(view, lang):
 def _table_continuation(tok, mine, theirs, split, lang):
     """Both greedy continuations step by step, the first divergence marked."""
     a, b = tok.pieces(mine), tok.pieces(theirs)
-    marks = {"same": {"en": "same", "zh-TW": "相同"}, "split": {"en": "◀ first divergence", "zh-TW": "◀ 第一次分歧"},
-             "after": {"en": "after the divergence", "zh-TW": "分歧之後"}}
+    marks = {"same": {"en": "same", "zh-TW": "相同"}, "split": {"en": "◀ first divergence", "zh-TW": "◀ 第一次分開"},
+             "after": {"en": "after the divergence", "zh-TW": "分開之後"}}
     rows = []
     for i in range(STEPS):
         mark = "same" if split is None or i < split else ("split" if i == split else "after")
@@ -206,14 +206,15 @@ def _scheme_note(qcache, lang) -> str:
     text = {
         "per_token": {"en": f"Per-token groups: each token's {qcache.group} channels of a head share one scale and one zero point (head_dim is {hd}).",
                       "zh-TW": f"逐詞元分群組：每個詞元在一個 head 裡的 {qcache.group} 個通道共用一組縮放係數與零點（head_dim 是 {hd}）。"},
-        "kivi": {"en": (f"KIVI: each key channel shares one scale over a block of {RESIDUAL} tokens, each value token over its {hd} channels; "
-                        f"keys wait in full precision until their block of {RESIDUAL} is complete, and the newest {RESIDUAL} values stay in full precision."),
-                 "zh-TW": (f"KIVI：key 的每個通道在每 {RESIDUAL} 個詞元的區塊裡共用一組縮放係數，value 則是每個詞元的 {hd} 個通道共用一組；"
-                           f"key 要等湊滿 {RESIDUAL} 個詞元的區塊才量化，最新的 {RESIDUAL} 個 value 一直保持全精度。")},
-        "rotated": {"en": (f"Rotated: every key and value is first multiplied by one random {hd}×{hd} rotation, then quantized per token; "
-                           "reading undoes the rotation, which leaves every query·key product as it was."),
-                    "zh-TW": (f"先旋轉：每個 key 和 value 先乘上同一個 {hd}×{hd} 的隨機旋轉矩陣，再逐詞元量化；"
-                              "讀取時把旋轉轉回來，query 與 key 的內積因此完全不變。")},
+        "kivi": {"en": (f"KIVI: each key channel shares one scale over a group of {RESIDUAL} tokens, each value token over its {hd} channels; "
+                        f"keys wait in full precision until their group of {RESIDUAL} is complete, and the newest {RESIDUAL} values stay in full precision."),
+                 "zh-TW": (f"KIVI：key 的每個通道在每 {RESIDUAL} 個詞元的詞元組裡共用一組縮放係數，value 則是每個詞元的 {hd} 個通道共用一組；"
+                           f"key 要等湊滿 {RESIDUAL} 個詞元的詞元組才量化，最新的 {RESIDUAL} 個 value 一直保持全精度。")},
+        "rotated": {"en": (f"Random rotation first: every key and value is first multiplied by one random {hd}×{hd} rotation, "
+                           "then quantized per token, and reading undoes the rotation. The rotation alone preserves every "
+                           "query·key product; the error the charts show comes from the quantization."),
+                    "zh-TW": (f"先隨機旋轉：每個 key 和 value 先乘上同一個 {hd}×{hd} 的隨機旋轉矩陣，再逐詞元量化，讀取時把旋轉轉回來。"
+                              "旋轉本身不改變 query 與 key 的內積；圖上的誤差來自量化。")},
     }
     return t(text[qcache.scheme], lang)
 
@@ -237,7 +238,7 @@ def _notes(tok, fcache, qcache, f_tokens, q_tokens, split, errors, view, lang) -
     worst = max(range(len(errors)), key=lambda i: errors[i][1])
     notes.append(t({"en": (f"While both read the same tokens (the prompt and the steps before any divergence), layer {worst + 1} "
                            f"moved most: mean KL {errors[worst][1]:.2g}, largest change of one attention weight {errors[worst][0]:.2g}."),
-                    "zh-TW": (f"在兩者讀的詞元還相同的範圍內（提示詞，以及分歧之前的每一步），第 {worst + 1} 層的注意力變得最多："
+                    "zh-TW": (f"在兩者讀的詞元還相同的範圍內（提示詞，以及分開之前的每一步），第 {worst + 1} 層的注意力變得最多："
                               f"平均 KL 是 {errors[worst][1]:.2g}，單一注意力權重最多變了 {errors[worst][0]:.2g}。")}, lang))
     layer, before, after = view
     notes.append(t({"en": (f"Keys of layer {layer + 1}: the largest channel is {before.max() / np.median(before):.2f}× the median one "

@@ -4,7 +4,7 @@ engine's paged cache, and the paged cache with a shared prefix -- with the cours
 computing every token once (the other paged run stores the same entries through its own
 pool). The figures show which request holds each block, step by step, how much of the memory
 held entries, and how many requests ran at once. Beside it, the same mix for Llama 3 8B on an
-80 GB and a 141 GB GPU, from the formula (engine.serving).
+80 GB and a 141 GB GPU (the memory each reports), from the formula (engine.serving).
 """
 from __future__ import annotations
 
@@ -301,7 +301,7 @@ def real_shape(requests: list[Request], block_size: int = REAL_BLOCK) -> dict:
            "paged": _mean_up([serving.paged_slots(scale * (len(r.prompt) + r.answer), block_size) for r in requests]),
            "shared": _mean_up([serving.paged_slots(scale * (len(r.prompt) + r.answer), block_size, S) for r in requests])}
     once = {"contiguous": 0, "paged": 0, "shared": serving.prefix_slots(S, block_size) if S else 0}
-    fits = {g.key: {n: serving.requests_that_fit(max(g.bytes - weights, 0), per[n] * slot, once[n] * slot) for n in per}
+    fits = {g.key: {n: serving.requests_that_fit(max(g.usable_bytes - weights, 0), per[n] * slot, once[n] * slot) for n in per}
             for g in serving.GPUS.values()}
     return {"scale": scale, "slot": slot, "weights": weights, "per": per, "once": once, "fits": fits,
             "shape": s, "block": block_size}
@@ -318,11 +318,11 @@ def _figure_real(real: dict, lang: str) -> dict:
     lay = layout("", t({"en": "requests that fit", "zh-TW": "放得下的請求數"}, lang), barmode="group",
                  yaxis={"rangemode": "tozero"})
     per, fit = t({"en": "per request", "zh-TW": "每個請求"}, lang), t({"en": "fit", "zh-TW": "放得下"}, lang)
-    cols = ([t({"en": "GPU", "zh-TW": "GPU"}, lang), t({"en": "memory", "zh-TW": "記憶體"}, lang),
+    cols = ([t({"en": "GPU", "zh-TW": "GPU"}, lang), t({"en": "usable memory", "zh-TW": "可用記憶體"}, lang),
              t({"en": "left for the cache", "zh-TW": "留給快取"}, lang)]
             + [_of(t(SCHEME_NAMES[n], lang), per, lang) for n in SCHEME_NAMES]
             + [_of(t(SCHEME_NAMES[n], lang), fit, lang) for n in SCHEME_NAMES])
-    rows = [[g.name, fmt_bytes(g.bytes), fmt_bytes(max(g.bytes - real["weights"], 0))]
+    rows = [[g.name, fmt_bytes(g.usable_bytes), fmt_bytes(max(g.usable_bytes - real["weights"], 0))]
             + [fmt_bytes(real["per"][n] * real["slot"]) for n in SCHEME_NAMES]
             + [real["fits"][g.key][n] for n in SCHEME_NAMES] for g in gpus]
     return figure("real_shape", title, data, lay, cols, rows)
@@ -392,12 +392,12 @@ def _note_summary(requests, runs, lang):
                                   "zh-TW": "連續配置的伺服器根本沒辦法開始：單一請求預留的空間就比記憶體還大。"}, lang)
     return t({"en": (f"Same memory for all three: {fmt_bytes(mem)} ({fmt_int(mem // slot)} token slots). At most "
                      f"{a.max_running} / {b.max_running} / {c.max_running} requests ran at once (contiguous / paging / "
-                     f"paging + sharing), and the {len(requests)} requests were done after {len(a.steps) or '—'} / "
+                     f"paging + prefix sharing), and the {len(requests)} requests were done after {len(a.steps) or '—'} / "
                      f"{len(b.steps)} / {len(c.steps)} server steps. Each token the requests held cost {pt[0]} / {pt[1]} / "
                      f"{pt[2]} slots of reserved memory." + start),
               "zh-TW": (f"三種伺服器拿到一樣多的記憶體：{fmt_bytes(mem)}，可存 {fmt_int(mem // slot)} 個詞元。"
                         f"同時執行的請求最多是 {a.max_running} / {b.max_running} / {c.max_running} 個（連續配置／分頁／"
-                        f"分頁 + 共享），{len(requests)} 個請求分別在第 {len(a.steps) or '—'} / {len(b.steps)} / "
+                        f"分頁 + 字首共享），{len(requests)} 個請求分別在第 {len(a.steps) or '—'} / {len(b.steps)} / "
                         f"{len(c.steps)} 步全部服務完。請求每持有一個詞元，分別要佔用 {pt[0]} / {pt[1]} / {pt[2]} 格預留的記憶體。"
                         + start)}, lang)
 
@@ -447,15 +447,17 @@ def _note_batch(runs, lang):
 
 def _note_real(real, lang):
     s = real["shape"]
+    usable = "、".join(f"{g.short.split(' (')[0]} {fmt_bytes(g.usable_bytes)}" for g in serving.GPUS.values())
+    usable = usable if lang == "zh-TW" else usable.replace("、", ", ")
     return t({"en": (f"{s.name} beside it: fp16 weights {fmt_bytes(real['weights'])}, {fmt_bytes(real['slot'])} of cache per "
                      f"token; the mix scaled ×{real['scale']} to its {fmt_int(s.max_seq_len)}-token window; blocks of "
                      f"{real['block']} tokens (vLLM's default); paged requests counted at their final length, the most "
-                     f"they hold. GPU memory from the datasheets, counted in GiB; activations and the runtime's own "
-                     f"memory are left out, so these are upper bounds."),
+                     f"they hold. GPU memory as the device reports it ({usable}), not the datasheet's decimal GB; activations "
+                     f"and the runtime's own memory are left out, so these are upper bounds."),
               "zh-TW": (f"旁邊換成 {s.name}：fp16 權重 {fmt_bytes(real['weights'])}，每個詞元的快取 {fmt_bytes(real['slot'])}；"
                         f"請求組合依它 {fmt_int(s.max_seq_len)} 個詞元的上下文視窗放大 {real['scale']} 倍；區塊大小 "
                         f"{real['block']} 個詞元（vLLM 的預設值）；分頁的請求照最後的長度計算，也就是它佔用最多的時候。"
-                        f"GPU 記憶體取自規格表，以 GiB 計；活化值（activation）和執行環境本身用的記憶體沒有算進去，所以這些是上限。")},
+                        f"GPU 記憶體用的是裝置回報的總量（{usable}），不是規格表上以十進位計的 GB；活化值（activation）和執行環境本身用的記憶體沒有算進去，所以這些是上限。")},
              lang)
 
 

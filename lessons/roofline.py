@@ -19,7 +19,7 @@ from lessons.devices import DEVICES
 from lessons.figures import (COLORS, figure, floats, fmt_bytes, fmt_int, fmt_num, fmt_percent, fmt_seconds, fmt_si,
                              layout, t)
 
-TITLE = {"en": "Roofline: decode is memory-bound", "zh-TW": "Roofline 模型：解碼受限於記憶體"}
+TITLE = {"en": "Roofline: decode is memory-bound", "zh-TW": "Roofline 模型：解碼受記憶體頻寬限制"}
 
 CONTROLS = (
     select("device", {"en": "Device", "zh-TW": "裝置"}, "h200_sxm", [(k, d.name) for k, d in DEVICES.items()],
@@ -84,7 +84,7 @@ def _figure_roofline(dev, pts, model_name, values, lang) -> dict:
                      "cliponaxis": False,  # a label above a point at the roof stays whole
                      "marker": {"size": 13, "color": colors[kind]},
                      "hovertemplate": f"{label}<br>%{{x:.3g}} {fl_b}<br>%{{y:.4g}} TFLOP/s<extra></extra>"})
-        bound = {"en": "memory", "zh-TW": "記憶體"} if i < dev.ridge else {"en": "compute", "zh-TW": "運算"}
+        bound = {"en": "memory", "zh-TW": "記憶體頻寬"} if i < dev.ridge else {"en": "compute", "zh-TW": "運算能力"}
         rows.append([label, fmt_si(f, "FLOP"), fmt_bytes(b), i, attainable / 1e12,
                      fmt_seconds(max(f / dev.peak_flops, b / dev.bandwidth)), t(bound, lang)])
     side = "right" if dev.ridge > math.sqrt(min(xs) * max(xs)) else "left"  # the wider side: on a phone the text ran off
@@ -110,7 +110,7 @@ def _notes(dev, pts, values, lang) -> list[str]:
     i1, ip = pts[0][1] / pts[0][2], pts[2][1] / pts[2][2]
     ratio = fmt_num(ip / dev.ridge)
     where = ({"en": f"which puts prefill at {ratio}× the ridge (compute-bound)",
-              "zh-TW": f"運算強度是脊點的 {ratio} 倍（受限於運算）"} if ip >= dev.ridge else
+              "zh-TW": f"運算強度是脊點的 {ratio} 倍（受運算能力限制）"} if ip >= dev.ridge else
              {"en": f"which brings prefill to {ratio}× the ridge", "zh-TW": f"運算強度提高到脊點的 {ratio} 倍"})
     ridge, peaks = fmt_num(dev.ridge), f"{fmt_si(dev.peak_flops, 'FLOP/s')} ÷ {fmt_si(dev.bandwidth, 'B/s')}"
     tok_s, formats = fmt_int(dev.bandwidth / pts[0][2]), _formats(dev, cache_bits.bits(values))

@@ -131,6 +131,49 @@ TERMS: tuple[Term, ...] = (
          "Taiwan usage; 批量 and 批處理 are mainland forms.",
          avoid_zh=(r"批量", r"批處理")),
     # ------------------------------------------------------------------ the site itself
+    Term("layer", "layer (a Transformer block)", "層", "層（layer）",
+         "The course counts a Transformer in layers (第 1 層, 每一層), so a Transformer block is a 層 "
+         "and its attention and feed-forward halves are 子層; 區塊 is kept for the paging block "
+         "(row 'kv-block').",
+         avoid_zh=(r"(?:注意力|Transformer|子|上一個|下一個|同一種)\s?區塊", r"堆疊裡的一個區塊")),
+    Term("markdown-block", "block (of a Markdown page: a demo fence, an admonition)", "區段", "區段",
+         "The authors' page talks about Markdown's fenced blocks and admonitions; 區段 keeps them "
+         "apart from the paging block (row 'kv-block').",
+         avoid_zh=(r"(?:示範|圍欄|收合|程式碼)區塊",)),
+    Term("token-group", "group of tokens (KIVI)", "詞元組", "詞元組（token group）",
+         "KIVI quantizes each key channel over a group of consecutive tokens; 詞元組 says what is "
+         "grouped. 區塊 is the paging block, and 群組 (row 'quant-group') is any set of numbers that "
+         "share a scale.",
+         avoid_en=(r"\bblock of (?:\{RESIDUAL\}|\[\[fact:shrink\.kivi_residual\]\]|\d+) tokens? is complete",
+                   r"over a block of (?:\{RESIDUAL\}|\d+ )?tokens"),
+         avoid_zh=(r"湊滿[^。；，]{0,24}?區塊", r"每\s*\S+\s*個詞元的區塊")),
+    Term("detokenize", "decode (ids back to text)", "還原成文字", "還原成文字",
+         "解碼 is the decode phase of generation (row 'decode'); turning token ids back into text is "
+         "said in words: 把 id 還原成文字.",
+         avoid_zh=(r"解碼(?:則是反過來|時再把|回去|成文字|回文字)", r"(?:id|編號|小塊)\S{0,3}解碼")),
+    Term("memory-bound", "memory-bound", "受記憶體頻寬限制", "受記憶體頻寬限制（memory-bound）",
+         "What limits the step is the memory's bandwidth, not its size; 受限於記憶體 reads as 'out of "
+         "memory'. Its twin is 受運算能力限制 (compute-bound).",
+         avoid_zh=(r"受限於\[?記憶體", r"記憶體受限", r"受記憶體限制", r"受限於\[?運算", r"受運算限制", r"運算受限")),
+    Term("achieved-bandwidth", "achieved bandwidth", "實測頻寬", "實測頻寬（achieved bandwidth）",
+         "The bytes a step moved divided by its measured time: 實測 says it was measured, beside the "
+         "datasheet's peak bandwidth.",
+         avoid_zh=(r"達成\[?頻寬", r"達到的\[?頻寬")),  # \[? : a link may start at 頻寬
+    Term("quant-scheme", "scheme", "量化做法", "量化做法（scheme）",
+         "Which numbers share a scale, and what is done first: the demo's control and the page's "
+         "基準做法 share one word.",
+         avoid_zh=(r"量化方式",)),
+    Term("rotated-scheme", "random rotation first", "先隨機旋轉", "先隨機旋轉",
+         "The engine's `rotated` scheme: the demo's option, its note and plate 7 call it by one name.",
+         avoid_zh=(r"(?<!隨機)先旋轉", r"「rotated」")),
+    Term("divergence", "divergence (two continuations part)", "分開", "分開",
+         "Where the float and the quantized caches' texts first differ: 兩段文字在第 N 步分開; 分歧 "
+         "beside it read as a second idea.",
+         avoid_zh=(r"分歧",)),
+    Term("production", "production (a tokenizer, a model, a library)", "商用模型的", "商用模型的 tokenizer",
+         "正式上線 is a calque of 'in production'; say whose or how it is used: 商用模型的 tokenizer, "
+         "實際在用的大型模型, 業界常用的函式庫.",
+         avoid_zh=(r"正式上線", r"正式版", r"正式的函式庫", r"正式模型")),
     Term("plate", "plate", "張", "第 N 張",
          "The course is a set of plates, counted 第 1 張 … 第 8 張.",
          avoid_en=(r"\bpanels?\b",),
@@ -199,14 +242,20 @@ TERMS: tuple[Term, ...] = (
          avoid_en=(r"\bpaginat\w*",),
          avoid_zh=(r"頁式快取", r"分頁式")),
     Term("kv-block", "block", "區塊", "區塊（block）",
-         "區塊 is Taiwan usage for a fixed-size block of storage. Other pages use 區塊 for a "
-         "Transformer block too, so plate 8 says KV 區塊 where both could be meant; 記憶體塊 and "
-         "快取塊 are literal renderings nobody writes.",
+         "區塊 is Taiwan usage for a fixed-size block of storage, and it means only this: the paging "
+         "block of plate 8 (vLLM's blocks). A Transformer block is a 層 (its halves 子層, row "
+         "'layer') and KIVI's group of tokens a 詞元組 (row 'token-group'), so a reader never meets "
+         "區塊 in three senses; 記憶體塊 and 快取塊 are literal renderings nobody writes.",
          avoid_zh=(r"記憶體塊", r"快取塊")),
     Term("block-table", "block table", "區塊表", "區塊表（block table）",
          "Follows 區塊; the operating system's page table is 分頁表, which plate 8 names only to "
          "draw the analogy.",
          avoid_zh=(r"(?<!區)塊表", r"區塊對照表", r"區塊映射表")),
+    Term("shared-block", "shared block", "共享區塊", "共享區塊",
+         "A block several sequences hold, as in 字首共享; 共用 stays for the common pool (共用的區塊池) "
+         "and for heads that share a KV head, so 'shared block' has one word on plate 8, in its demo "
+         "and in the glossary.",
+         avoid_zh=(r"共用(?:的)?區塊(?!池)", r"共用、還沒填滿")),
     Term("prefix-sharing", "prefix sharing", "字首共享", "字首共享（prefix sharing）",
          "字首 is the Taiwan form for a prefix: OpenCC's s2twp turns 前綴 into 字首, and the site's "
          "zh-TW check (tests/site/test_zh_tw.py) keeps to s2twp; Taiwanese CS texts use it too "

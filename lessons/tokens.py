@@ -14,7 +14,7 @@ import functools
 import json
 from importlib import resources
 
-from engine.tokenizer import Tokenizer
+from engine.tokenizer import FIRST_MERGE_ID, Tokenizer
 from lessons import labels as L
 from lessons.base import LessonInputError, select, text
 from lessons.figures import COLORS, figure, fmt_int, fmt_num, layout, t, table
@@ -143,15 +143,15 @@ def _figure_real(tok, pair: str, lang) -> dict:
     names = [t(COURSE_TOKENIZER, lang)] + [_real_name(r) for r in reals]
     en_n = [course_count(en_s)] + [r["pairs"][pair]["en"] for r in reals]
     zh_n = [course_count(zh_s)] + [r["pairs"][pair]["zh-TW"] for r in reals]
-    vocab = [tok.vocab_size] + [r["vocab_size"] for r in reals]
+    vocab = [tok.vocab_size] + [r["vocab_size"] + r["special_tokens"] for r in reals]  # like for like: specials included
     data = [{"type": "bar", "name": t(name, lang), "x": names, "y": ys, "text": [fmt_int(v) for v in ys],
              "textposition": "outside", "marker": {"color": color},
              "hovertemplate": f"%{{x}}<br>%{{y:,}} {t(L.TOKENS, lang)}<extra>{t(name, lang)}</extra>"}
             for name, ys, color in ((L.ENGLISH, en_n, COLORS["blue"]), (L.CHINESE, zh_n, COLORS["vermillion"]))]
-    title = t({"en": "The same pair in production tokenizers", "zh-TW": "同一組句子，交給正式上線的 tokenizer"}, lang)
+    title = t({"en": "The same pair in production tokenizers", "zh-TW": "同一組句子，交給商用模型的 tokenizer"}, lang)
     lay = layout("", t(L.TOKENS, lang), barmode="group")
     cols = [t({"en": "tokenizer", "zh-TW": "tokenizer"}, lang),
-            t({"en": "vocabulary (tokens)", "zh-TW": "詞彙表（詞元數）"}, lang),
+            t({"en": "vocabulary (tokens, special ones included)", "zh-TW": "詞彙表（詞元數，含特殊詞元）"}, lang),
             t({"en": "English tokens", "zh-TW": "英文詞元數"}, lang), t({"en": "Chinese tokens", "zh-TW": "中文詞元數"}, lang),
             t({"en": "Chinese ÷ English", "zh-TW": "中文 ÷ 英文"}, lang)]
     rows = [[n, v, e, z, z / e] for n, v, e, z in zip(names, vocab, en_n, zh_n)]
@@ -220,14 +220,14 @@ def _why_note(tok, reals) -> dict:
            "zh-TW": "；".join(f"{r['name']} 在 {r['zh_chars']} 個不同的字裡有 {r['zh_chars_multi_token']} 個要用一個以上的詞元，"
                              f"它切出的 {r['zh_tokens']} 個中文詞元裡，有 {r['zh_tokens_multi_char']} 個包含兩個字以上"
                              for r in reals)}
-    size = fmt_int(tok.vocab_size)
-    return {"en": f"Why the course tokenizer differs: it learned its {size}-token vocabulary from the course's small "
+    size = fmt_int(tok.vocab_size - (FIRST_MERGE_ID - 256))  # learned: bytes and merges, not <|eos|>, as for the others
+    return {"en": f"Why the course tokenizer differs: it learned its {size} regular tokens from the course's small "
                   f"bilingual corpus, and its merges never join two Chinese characters, so a common character is exactly "
-                  f"one token. The production tokenizers learned {vocab['en']} tokens from far more text; a character "
+                  f"one token. The production tokenizers learned {vocab['en']} regular tokens from far more text; a character "
                   f"missing from their vocabulary is written as 2–3 byte tokens. In these sentences, {per['en']}.",
-            "zh-TW": f"課程的 tokenizer 為什麼不一樣：它的 {size} 個詞元是從課程自己的小型中英語料學來的，合併規則又從不把"
-                     f"兩個中文字併在一起，所以常見的字剛好是一個詞元。正式上線的 tokenizer 從多得多的文字裡學出 "
-                     f"{vocab['zh-TW']} 個詞元；詞彙表裡沒有的字，就拆成 2 到 3 個位元組詞元。在這幾組句子裡，{per['zh-TW']}。"}
+            "zh-TW": f"課程的 tokenizer 為什麼不一樣：它的 {size} 個一般詞元是從課程自己的小型中英語料學來的，合併規則又從不把"
+                     f"兩個中文字併在一起，所以常見的字剛好是一個詞元。商用模型的 tokenizer 從多得多的文字裡學出 "
+                     f"{vocab['zh-TW']} 個一般詞元；詞彙表裡沒有的字，就拆成 2 到 3 個位元組詞元。在這幾組句子裡，{per['zh-TW']}。"}
 
 
 def _notes_real(tok, lang) -> list[str]:
@@ -238,7 +238,7 @@ def _notes_real(tok, lang) -> list[str]:
     source = {"en": f"Production counts: {pkg} (the vocabularies ship inside the package, nothing is downloaded), run "
                     f"by tools/real_token_counts.py and stored with the course. These tokenizers do not run in the "
                     f"browser, so your own text is counted by the course tokenizer only.",
-              "zh-TW": f"正式上線 tokenizer 的詞元數：由 tools/real_token_counts.py 用 {pkg} 算好後存進課程"
+              "zh-TW": f"商用模型 tokenizer 的詞元數：由 tools/real_token_counts.py 用 {pkg} 算好後存進課程"
                        f"（詞彙表就在套件裡，不必另外下載）。這些 tokenizer 無法在瀏覽器裡執行，"
                        f"所以你自己的文字只用課程的 tokenizer 計算。"}
     return [t(note, lang) for note in (_ratio_note(tok, reals), _why_note(tok, reals), source)]

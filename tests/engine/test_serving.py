@@ -80,5 +80,20 @@ def test_bad_arguments(call):
 
 
 def test_gpu_capacities_are_the_datasheets():
-    assert {g.gib for g in GPUS.values()} == {80, 141}
-    assert all(g.bytes == g.gib * 1024**3 and "datasheet" in g.source for g in GPUS.values())
+    assert {g.datasheet_gb for g in GPUS.values()} == {80, 141}
+    assert all(g.datasheet_bytes == g.datasheet_gb * 10**9 and "datasheet" in g.source for g in GPUS.values())
+
+
+@pytest.mark.parametrize("key, usable", [("h100_80", 81_559 * 2**20), ("h200_141", 150_109_880_320)])
+def test_requests_are_counted_in_the_memory_the_device_reports(key, usable):
+    """Less than the datasheet's GB counted as GiB (the old mistake), more than nothing, with its source."""
+    g = GPUS[key]
+    assert g.bytes == g.usable_bytes == usable and g.usable_source
+    assert usable < g.datasheet_gb * 2**30
+
+
+def test_the_h200_figure_is_this_projects_measurement():
+    import json
+    from pathlib import Path
+    run = json.loads((Path(__file__).parents[2] / "engine/bench/results/gpu-cupy-h200.json").read_text())
+    assert run["provenance"]["cuda"]["memory_bytes"] == GPUS["h200_141"].usable_bytes

@@ -56,6 +56,15 @@ def test_production_tokenizer_vocabularies():
     assert f["tokenizers.o200k_base.vocab_size"] == "199,998"
 
 
+def test_vocabularies_compared_like_for_like():
+    """Plate 2 compares vocabularies with their special tokens, as the models' vocab_size counts them:
+    cl100k_base has 5 special tokens besides its 100,256 regular ones (tiktoken's cl100k_base:
+    <|endoftext|>, three FIM markers and <|endofprompt|>)."""
+    f = facts("en")
+    assert f["tokenizers.cl100k_base.special_tokens"] == "5"
+    assert f["tokenizers.cl100k_base.vocab_with_special"] == "100,261"
+
+
 def test_mistral_cache_facts_stop_at_its_window(course):
     f = facts("en")
     # 2 * 32 layers * 8 KV heads * 128 * 2 bytes = 128 KiB per token; the window keeps 4,096 of them

@@ -62,6 +62,16 @@ def test_production_tokenizers_sit_beside_the_course_tokenizer(pair):
     assert set(rows) == {"cl100k_base (gpt-4)", "o200k_base (gpt-4o)"}
 
 
+def test_vocabularies_are_counted_alike():
+    """Every row counts its special tokens: the course tokenizer's <|eos|> is in its vocab_size,
+    the stored counts list the production tokenizers' special tokens apart."""
+    tbl = registry.run("tokens", None, "en")["figures"][1]["table"]
+    rows = {r["tokenizer"]: r["vocabulary (tokens, special ones included)"] for r in records(tbl)}
+    assert rows.pop("course tokenizer") == f"{TOK.vocab_size:,}"
+    stored = {f"{r['name']} ({r['models'][0]})": r["vocab_size"] + r["special_tokens"] for r in tokens.real_counts()["tokenizers"]}
+    assert rows == {name: f"{n:,}" for name, n in stored.items()} and rows["cl100k_base (gpt-4)"] == "100,261"
+
+
 def test_provenance_and_the_reason_are_told_in_both_languages():
     version = tokens.real_counts()["package"]["version"]
     for lang, why in (("en", "never join two Chinese characters"), ("zh-TW", "從不把兩個中文字併在一起")):

@@ -24,6 +24,9 @@ FLAGGED = {
     "數列": "a plot's 'series' is 曲線 (數列 is a mathematical sequence)",
     "往後看": "a token looks back (回頭看) at earlier tokens; 往後看 reads both ways",
     "永遠不會": "the attention note that said tokens 「永遠不會往後看」",
+    # issue 19
+    "完全不變": "the rotation preserves query·key, but the chart beside it shows an error: say where the error comes from",
+    "天真的": "'naive': 最直接的",
 }
 # Half-width punctuation right after a Chinese character (a full-width one belongs there),
 # a half-width bracket opened after Chinese, and the katakana middle dot.
@@ -31,6 +34,7 @@ PUNCTUATION = [
     (re.compile(r"[\u4e00-\u9fff][,:;!?]"), "half-width punctuation after Chinese: use ，：；！？"),
     (re.compile(r"[\u4e00-\u9fff]\("), "half-width bracket after Chinese: use （）"),
     (re.compile(r"・"), "katakana middle dot: use ·, 、 or words"),
+    (re.compile(r"（[^（）]*（"), "nested full-width brackets: rewrite the outer one as a clause"),
 ]
 
 
@@ -46,7 +50,8 @@ def test_zh_tw_strings_read_as_written_in_taiwan(course, name):
 
 
 @pytest.mark.parametrize("sample", ["快取因此小 4 倍。", "在脊點左方 206 倍", "第一猜測", "屋頂下的時間", "數列",
-                                    "詞元永遠不會往後看。", "模型說,好", "結果:對", "上下文(詞元數)", "筆電・CPU"])
+                                    "詞元永遠不會往後看。", "模型說,好", "結果:對", "上下文(詞元數)", "筆電・CPU",
+                                    "內積因此完全不變。", "（權重（weight））"])
 def test_the_checks_catch_what_they_should(sample):
     assert wording_problems(sample)
 

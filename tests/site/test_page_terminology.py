@@ -129,7 +129,28 @@ PLANTED = {  # (language, where, what to add) -> the concept it must be caught a
     ("zh-TW", "link", "詞元 id 會選出 [embedding](../glossary.md#embedding) 表裡的一列。"): "embedding",
     ("zh-TW", "prose", "切換成輸出嵌入，再看一次地圖。"): "embedding",
     ("zh-TW", "diagram", "```mermaid\nflowchart LR\n  A[詞元] --> B[鍵向量]\n```"): "key",
+    # issue 19: one name per thing, and 區塊 for the paging block only
+    ("zh-TW", "prose", "每一層裡有兩個子區塊。"): "layer",
+    ("zh-TW", "prose", "Transformer 就是同一種區塊一層層疊起來。"): "layer",
+    ("zh-TW", "prose", "key 要等湊滿 32 個詞元的區塊才量化。"): "token-group",
+    ("zh-TW", "prose", "解碼則是反過來查表。"): "detokenize",
+    ("zh-TW", "prose", "把這些小塊解碼回去。"): "detokenize",
+    ("zh-TW", "prose", "所以解碼受限於記憶體。"): "memory-bound",
+    ("zh-TW", "prose", "它的達成頻寬很低。"): "achieved-bandwidth",
+    ("zh-TW", "link", "得到實際達到的[頻寬（bandwidth）](../glossary.md#bandwidth)。"): "achieved-bandwidth",
+    ("zh-TW", "prose", "換一種量化方式看看。"): "quant-scheme",
+    ("zh-TW", "prose", "兩段文字在這裡分歧。"): "divergence",
+    ("zh-TW", "prose", "一套正式上線的函式庫。"): "production",
+    ("zh-TW", "prose", "換成先旋轉的做法。"): "rotated-scheme",
 }
+
+
+@pytest.mark.parametrize("text", ["一個 16 個詞元的區塊，在區塊表裡佔一格。", "用 16 詞元的區塊。", "每一層有兩個子層。",
+                                  "key 要等湊滿 32 個詞元的詞元組才量化。", "把 id 還原成文字。", "貪婪解碼選出的詞元。",
+                                  "解碼受記憶體頻寬限制，預填受運算能力限制。", "實測頻寬", "換成先隨機旋轉。",
+                                  "兩段文字在第 3 步分開。", "商用模型的 tokenizer"])
+def test_the_issue_19_terms_allow_their_own_names(text):
+    assert variants(text, "zh-TW") == []
 
 
 @pytest.mark.parametrize("lang", LANGS)

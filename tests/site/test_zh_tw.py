@@ -23,6 +23,17 @@ Typography rules (issue 11), each a function here with a planted sample that pro
 * Slashes: a slash with a Han character or full-width mark on either side is the full-width
   「／」 (台／臺, FLOP／位元組); a slash between Latin letters or digits on both sides is the
   ASCII "/" (K/V, key/value, FLOP/s, top-k/top-p).
+
+Issue 19 added three:
+
+* Percentages are written as Taiwan writes them: 12.5%, no space before the sign and the
+  half-width %, as the demos' strings (lessons.figures.fmt_percent) write them.
+* No nested full-width brackets 「（……（……）……）」: a gloss inside a parenthesis reads as
+  a second aside. Rewrite the outer one as a clause (「例如……」, a separate sentence).
+* One full-width colon per sentence: 「A：B：C」 leaves the reader to guess which part
+  explains which. A sentence is what lies between 。！？, line breaks and table cells.
+
+And the calques its review found (CALQUES below), which must not come back.
 """
 from __future__ import annotations
 
@@ -126,6 +137,9 @@ DOUBLE_QUOTE = re.compile(r'["\u201c\u201d]')
 ADMONITION_TITLE = re.compile(r'^(\s*(?:\?\?\?\+?|!!!)\s+[\w-]+(?:\s+[\w-]+)*\s+)"([^"\n]*)"', re.MULTILINE)
 ASCII_SLASH_BY_HAN = re.compile(rf"[{HAN}{FULL_WIDTH}]/|/[{HAN}{FULL_WIDTH}]")
 WIDE_SLASH_BY_LATIN = re.compile(rf"(?<![{HAN}{FULL_WIDTH}])／(?![{HAN}{FULL_WIDTH}])")
+PERCENT_SPACE = re.compile(r"\d[ \u00a0\u3000]+[%％]|\d％")
+NESTED_BRACKETS = re.compile(r"（[^（）]*（")
+SENTENCE_END = re.compile(r"[。！？\n|]")
 BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|\||>|\?\?\?|!!!|<)")
 HAS_HAN = re.compile(f"[{HAN}]")
 
@@ -179,6 +193,37 @@ def mixed_slashes(text: str) -> list[str]:
             + [f"full-width ／ between Latin (use /): {_near(text, m)!r}" for m in WIDE_SLASH_BY_LATIN.finditer(text)])
 
 
+def percent_spacing(text: str) -> list[str]:
+    """A space (or a full-width ％) between a number and its percent sign: 20.4 % -> 20.4%."""
+    return [f"percent (write 12.5%): {_near(text, m)!r}" for m in PERCENT_SPACE.finditer(text)]
+
+
+def nested_brackets(text: str) -> list[str]:
+    """A full-width bracket opened inside another: 「（一段提示詞（prompt），……）」."""
+    return [f"nested （（: {_near(text, m)!r}" for m in NESTED_BRACKETS.finditer(text)]
+
+
+def two_colons(text: str) -> list[str]:
+    """Two full-width colons in one sentence."""
+    return [f"two ： in one sentence: {s.strip()[:80]!r}" for s in SENTENCE_END.split(text) if s.count("：") >= 2]
+
+
+# Phrases issue 19's review found reading as translated from English, with what was meant.
+CALQUES = {
+    "天真的": "'a naive loop': 最直接的寫法",
+    "全部的它們": "'needs all of them': 要把它們全部讀一遍",
+    "用我們自己的話": "'in their own words' meant the papers' own reported results, not a paraphrase",
+    r"形狀在 ?\d+K ?詞元時": "'the shape at 32K tokens': 以這個形狀存 32K 個詞元",
+    "都在用": "'used in models you can download' does not mean every model uses it",
+    "向量越長": "'longer vectors' meant more dimensions, not a larger norm: 維度越多",
+    r"離群值（outlier）通道": "one term with one gloss: 離群值通道（outlier channel）",
+}
+
+
+def calques(text: str) -> list[str]:
+    return [f"calque {m.group(0)!r}: {why}" for pattern, why in CALQUES.items() for m in re.finditer(pattern, text)]
+
+
 # check name -> (function, whether it reads the raw Markdown rather than the prose)
 TYPOGRAPHY = {
     "italics": (italics_on_chinese, True),
@@ -187,6 +232,10 @@ TYPOGRAPHY = {
     "middle dot": (middle_dots, False),
     "double quotes": (double_quotes, False),
     "slashes": (mixed_slashes, False),
+    "percent": (percent_spacing, False),
+    "nested brackets": (nested_brackets, False),
+    "two colons": (two_colons, False),
+    "calques": (calques, False),
 }
 
 
@@ -253,6 +302,11 @@ PLANTED = {
     "middle dot": ("1・下一個詞元", "第 1 張：下一個詞元、第 2 張"),
     "double quotes": ('輸入 "The cat" 看看，或「"The cat"」。', '??? question "為什麼？"\n    輸入「The cat」看看。'),
     "slashes": ("top-k／top-p 與 台/臺", "top-k/top-p、K/V、FLOP/s、台／臺、FLOP／位元組"),
+    "percent": ("只有 20.4 % 到 38.2％ 存著詞元狀態", "只有 20.4% 到 38.2% 存著詞元狀態，`p % 16` 是程式碼"),
+    "nested brackets": ("很多詞元（一段很長的提示詞（prompt），或很多使用者）。",
+                        "很多詞元，例如一段很長的提示詞（prompt）。（另一句話。）"),
+    "calques": ("天真的寫法還會更糟，每個新詞元都需要全部的它們。", "最直接的寫法還會更糟，每個新詞元都要把它們全部讀一遍。"),
+    "two colons": ("規則是：先複製：再寫入。", "規則是：先複製，再寫入。第 1 張：下一個詞元\n\n| 第 4 張：注意力 | 讀書筆記：key 是標籤 |"),
 }
 
 
