@@ -95,10 +95,11 @@ def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int, seq_len: int, 
 
 
 def cached_positions(cfg: Config, seq_len: int) -> int:
-    """Positions a cache keeps for seq_len tokens: all of them, or the last W with a sliding window."""
+    """Positions a cache keeps for seq_len tokens: all of them, or the last W with a sliding
+    window (plus the first ``attention_sinks`` ones, which the window never drops)."""
     _check(cfg, seq_len=seq_len)
     W = cfg.sliding_window
-    return seq_len if W is None else min(seq_len, W)
+    return seq_len if W is None else min(seq_len, W + cfg.attention_sinks)
 
 
 def _bits(cfg: Config, kv_bits) -> float:
