@@ -122,6 +122,11 @@ class HeavyHitterKVCache(BaseCache):
         S, B, R = len(key_pos), self.budget, self.recent
         if S <= B:
             return np.arange(S)
+        if S == B + 1:  # a decode step: evict the one older position with the smallest score (the older on a tie)
+            if B == R:
+                return np.arange(1, S)
+            drop = int(np.argmin(score[: S - R]))  # key_pos ascending: index order is age order
+            return np.delete(np.arange(S), drop)
         by_age = np.argsort(key_pos)  # oldest first
         newest, rest = by_age[S - R :], by_age[: S - R]
         heavy = rest[np.lexsort((-key_pos[rest], -score[rest]))][: B - R]  # largest score first

@@ -25,6 +25,7 @@ LESSONS = {
     "layers": "layers",
     "shrink_cache": "shrink_cache",
     "kv_quant": "kv_quant",
+    "keep_positions": "keep_positions",
     "paging": "paging",
     "bench_browser": "bench_browser",
     "bench_results": "bench_page",

@@ -125,3 +125,22 @@ def test_refuses_a_window_and_a_rewind_and_a_step_without_weights():
     cache.reset()
     assert cache.length == 0 and (cache.pos[0] == -1).all()
     np.testing.assert_allclose(model.forward([5], cache=cache), model.forward([5]), atol=1e-5)
+
+
+def reference_keep(key_pos, score, B, R):
+    """Written out plainly: the R newest, then the others by score (ties: newer first), up to B."""
+    order = sorted(range(len(key_pos)), key=lambda i: -key_pos[i])
+    newest, rest = order[:R], order[R:]
+    heavy = sorted(rest, key=lambda i: (-score[i], -key_pos[i]))[: B - R]
+    return sorted(newest + heavy)
+
+
+@pytest.mark.parametrize("B,R,extra", [(4, 2, 1), (4, 0, 1), (4, 4, 1), (5, 2, 3), (3, 1, 6), (6, 3, 2)])
+def test_keep_matches_the_rule_for_steps_and_blocks(B, R, extra):
+    cache = HeavyHitterKVCache(config(), budget=B, recent=R)
+    rng = np.random.default_rng(B * 10 + R + extra)
+    for _ in range(20):
+        S = B + extra
+        key_pos = np.sort(rng.choice(40, size=S, replace=False))
+        score = rng.integers(0, 4, size=S).astype(float)  # small integers: many ties
+        assert list(cache.keep(key_pos, score)) == reference_keep(list(key_pos), list(score), B, R)
