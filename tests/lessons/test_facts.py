@@ -76,3 +76,25 @@ def test_plate_7_facts_from_the_formula(course):
     # course model (head_dim 32, one float16 scale and zero point per head and token): b + 32/32 bits
     assert f["shrink.course_per_token_4bit"] == "5" and f["shrink.course_per_token_2bit"] == "3"
     assert float(f["shrink.course_kivi_2bit_20"]) > float(f["shrink.course_kivi_2bit_full"]) > 2
+
+
+def test_plate_7_latent_cache_facts_reproduce_the_paper(course):
+    f = facts("en")
+    # DeepSeek-V2, section 3.1.2 and Table 1: d_c 512 + d_h^R 64 per layer, "GQA with only 2.25 groups";
+    # the abstract's "reduces the KV cache by 93.3%" with its 6-bit deployed cache (section 3.2.3)
+    assert (f["mla.dsv2.kv_lora_rank"], f["mla.dsv2.rope_dim"], f["mla.dsv2.latent_per_layer"]) == ("512", "64", "576")
+    assert f["mla.dsv2.gqa_groups"] == "2.25"
+    assert f["mla.smaller_6bit"] == "93.3%"
+    assert f["mla.dsv2.per_token_fp16"] == "67.5 KiB"  # 576 numbers * 60 layers * 2 bytes = 69,120 B
+
+
+def test_plate_7_keep_facts_are_the_lessons_default_comparison(course):
+    from lessons import registry
+    from lessons.facts import KEEP_BUDGET, KEEP_SINKS
+
+    f = facts("en")
+    for policy in ("sinks", "h2o"):
+        out = registry.run("keep_positions", {"policy": policy, "budget": KEEP_BUDGET, "sinks": KEEP_SINKS, "text": "en"}, "en")
+        rows = {r[0]: r for r in out["tables"][0]["rows"]}
+        for name, key in (("window only", "window"), (out["tables"][0]["rows"][-1][0], policy)):
+            assert rows[name][2] == f[f"keep.{key}.mean_kl"] and rows[name][3] == f[f"keep.{key}.same_top1"]
