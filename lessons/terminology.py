@@ -200,7 +200,7 @@ TERMS: tuple[Term, ...] = (
          "The Taiwanese cache term for dropping an entry to make room (快取逐出); 驅逐 reads as expelling a "
          "person, and 淘汰 as a contest.",
          avoid_zh=(r"驅逐", r"淘汰")),
-    Term("mla", "multi-head latent attention (MLA)", "多頭潛在注意力（MLA）", "多頭潛在注意力（multi-head latent attention，MLA）",
+    Term("mla", "multi-head latent attention", "多頭潛在注意力", "多頭潛在注意力（multi-head latent attention，MLA）",
          "潛在 as in 潛在變數, the Taiwanese statistics word for latent; 隱 would suggest hidden states.",
          avoid_zh=(r"多頭隱", r"多頭潛空間")),
     Term("latent-vector", "latent vector", "潛在向量", "潛在向量（latent vector）",
