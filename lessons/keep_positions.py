@@ -191,7 +191,7 @@ def _summary_table(runs: dict, logits, full_bytes: int, ref_cont, budget: int, t
 
 def _sink_note(attn, sinks: int, budget: int, lang) -> str:
     shares = sink_share(attn, sinks, budget)
-    per_layer = ", ".join(f"{fmt_percent(s)}" for s, _ in shares)
+    per_layer = t({"en": ", ", "zh-TW": "、"}, lang).join(fmt_percent(s) for s, _ in shares)
     even = fmt_percent(shares[0][1])
     return t({"en": (f"Do the first {sinks} positions act as attention sinks in this model? With the full cache, queries "
                      f"past position {budget} give them {per_layer} of their attention (layers 1 to {len(shares)}); "
@@ -203,11 +203,11 @@ def _sink_note(attn, sinks: int, budget: int, lang) -> str:
 def _notes(policy: str, budget: int, sinks: int, lang) -> list[str]:
     notes = [t({"en": ("Positions keep their place in the text: keys are stored after RoPE, with their own positions, "
                        "so a query reading sink 0 sees a key far away. StreamingLLM numbers positions inside the cache "
-                       "instead; the course model never goes past the length it was trained on, so here it makes no "
-                       "difference to what is measured."),
+                       "instead, so that a long stream never shows the model a distance it did not learn. Here every "
+                       "text stays inside the course model's context window, and the full cache sees the same positions."),
                 "zh-TW": ("位置保持在原文裡的編號：key 是套用 RoPE 之後才存進快取，用的是自己原本的位置，所以 query 讀位置 0 "
-                          "的注意力匯聚點時，看到的是一個很遠的 key。StreamingLLM 則改用快取裡的位置編號；課程模型從不超過"
-                          "訓練時的長度，所以這裡量到的結果不受影響。")}, lang)]
+                          "的注意力匯聚點時，看到的是一個很遠的 key。StreamingLLM 則改用快取裡的位置編號，讓很長的串流不會出現"
+                          "模型沒學過的距離。這裡每段文字都在課程模型的上下文視窗之內，完整快取看到的也是同樣的位置。")}, lang)]
     if policy == "h2o":
         notes.append(t({"en": (f"H2O here keeps the {budget // 2} newest positions and the {budget - budget // 2} others "
                                "with the largest attention received so far, one set per layer (summed over heads)."),
