@@ -126,7 +126,7 @@ class HeavyHitterKVCache(BaseCache):
             if B == R:
                 return np.arange(1, S)
             drop = int(np.argmin(score[: S - R]))  # key_pos ascending: index order is age order
-            return np.delete(np.arange(S), drop)
+            return np.r_[0:drop, drop + 1 : S]
         by_age = np.argsort(key_pos)  # oldest first
         newest, rest = by_age[S - R :], by_age[: S - R]
         heavy = rest[np.lexsort((-key_pos[rest], -score[rest]))][: B - R]  # largest score first

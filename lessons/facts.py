@@ -152,7 +152,7 @@ def _serving_facts() -> dict[str, str]:
 
 # Plate 7, "caches smaller by design" and "keeping the right positions": DeepSeek-V2's latent
 # cache against its dense predecessor, and the keep_positions lesson's default comparison.
-KEEP_BUDGET, KEEP_SINKS = 32, 4
+KEEP_TOKENS, KEEP_BUDGET, KEEP_SINKS = 128, 32, 4  # the length of the course model's training rows
 
 
 def _latent_facts() -> dict[str, str]:
@@ -181,15 +181,16 @@ def _latent_facts() -> dict[str, str]:
 
 
 def _keep_facts() -> dict[str, str]:
-    """The keep_positions lesson at its default budget on the English text, every policy."""
+    """The keep_positions lesson's measurement on a longer English text than the live demo's, every policy."""
     from lessons import keep_positions as kp
 
-    ids = list(kp.text_ids("en"))
-    logits, attn, _cont = kp.full_run("en")
+    ids = list(kp.text_ids("en", KEEP_TOKENS))
+    full = kp.full_run("en", KEEP_TOKENS)
+    logits, attn = full.logits, full.attn
     out = {"keep.text_tokens": fmt_int(len(ids)), "keep.budget": fmt_int(KEEP_BUDGET), "keep.sinks": fmt_int(KEEP_SINKS),
            "keep.h2o_recent": fmt_int(KEEP_BUDGET // 2)}
     for p in kp.POLICIES:
-        other = kp.policy_run(p, ids, KEEP_BUDGET, KEEP_SINKS)[0]
+        other = kp.policy_run(p, ids, KEEP_BUDGET, KEEP_SINKS, full)[0]
         kl = kp.kl_per_position(logits, other)[KEEP_BUDGET:]
         same = (other[KEEP_BUDGET:].argmax(-1) == logits[KEEP_BUDGET:].argmax(-1)).mean()
         out[f"keep.{p}.mean_kl"] = fmt_num(float(kl.mean()))

@@ -11,13 +11,16 @@ budget (one of three, each on the engine's own cache class):
 Quality is measured against the full cache at every position: the KL divergence of the
 next-token distributions and whether the most likely token is the same. Then each cache
 writes CONTINUE more tokens greedily. Nothing is precomputed: the texts are new documents
-from the course corpus's templates (a seed training did not use), cut at TEXT_TOKENS, the
-length of the rows the model was trained on (engine/train.py).
+from the course corpus's templates (a seed training did not use), cut at TEXT_TOKENS, inside
+the length of the rows the model was trained on (128, engine/train.py). Plate 7's table runs
+the same functions on a longer text at build time (lessons/facts.py).
 """
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,8 +35,8 @@ from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_num, fmt_perc
 TITLE = {"en": "Which positions to keep: a window, attention sinks, heavy hitters",
          "zh-TW": "該留哪些位置：視窗、注意力匯聚點、heavy hitter"}
 
-TEXT_TOKENS = 128  # the course model's training rows (engine/train.py seq_len): the full cache is on home ground
-CONTINUE = 8  # greedy tokens each cache writes after the text
+TEXT_TOKENS = 64  # the live text: short enough for Pyodide (plate 7's own table reads a longer one, lessons/facts.py)
+CONTINUE = 6  # greedy tokens each cache writes after the text
 TEXT_SEED = 7  # corpus documents the model never saw (it was trained on seed 1234's)
 
 POLICIES = {
@@ -48,7 +51,7 @@ CONTROLS = (
     select("policy", {"en": "What to keep", "zh-TW": "保留哪些位置"}, "sinks", list(POLICIES.items()),
            help={"en": "The rule that decides which positions stay once the cache is full.",
                  "zh-TW": "快取滿了之後，決定哪些位置留下來的規則。"}),
-    slider("budget", {"en": "Positions kept per layer", "zh-TW": "每層保留的位置數"}, 32, 8, 96, 8,
+    slider("budget", {"en": "Positions kept per layer", "zh-TW": "每層保留的位置數"}, 32, 24, 56, 8,
            help={"en": "The cache's size for every policy: this many positions per layer.",
                  "zh-TW": "每種規則的快取大小都一樣：每層存這麼多個位置。"}),
     slider("sinks", {"en": "Sinks S (first positions kept)", "zh-TW": "注意力匯聚點 S（保留最前面幾個位置）"}, 4, 1, 8, 1,
@@ -63,20 +66,27 @@ CONTROLS = (
 # --------------------------------------------------------------------------- measuring
 
 
-@functools.lru_cache(maxsize=2)
-def text_ids(lang: str) -> tuple[int, ...]:
-    """TEXT_TOKENS tokens of fresh corpus documents in ``lang``, joined as one text."""
+@functools.lru_cache(maxsize=4)
+def text_ids(lang: str, n: int = TEXT_TOKENS) -> tuple[int, ...]:
+    """n tokens of fresh corpus documents in ``lang``, joined as one text (n <= the training rows' 128)."""
     _model, tok = load_course_model()
     docs = [d for i, d in enumerate(build_documents(TEXT_SEED, 80)) if (i % 2 == 0) == (lang == "en")]
     ids = tok.encode((" " if lang == "en" else "").join(docs))
-    return tuple(ids[:TEXT_TOKENS])
+    return tuple(ids[:n])
 
 
 @functools.lru_cache(maxsize=8)
 def windowed_model(window: int, sinks: int) -> Transformer:
-    """The course model's weights under Config(sliding_window, attention_sinks): the mask those caches need."""
+    """The course model under Config(sliding_window, attention_sinks), the mask those caches need.
+
+    A shallow copy with another config: a Transformer holds weights and no run state, and a
+    window changes neither the weights nor the RoPE tables, so nothing is rebuilt (building
+    a new Transformer would cost the browser a copy of every weight on each new budget).
+    """
     model, _tok = load_course_model()
-    return Transformer(replace(model.config, sliding_window=window, attention_sinks=sinks), model.weights)
+    masked = copy.copy(model)
+    masked.config = replace(model.config, sliding_window=window, attention_sinks=sinks)
+    return masked
 
 
 def continue_greedy(model, cache, last_logits, n: int) -> list[int]:
@@ -87,29 +97,59 @@ def continue_greedy(model, cache, last_logits, n: int) -> list[int]:
     return out
 
 
-@functools.lru_cache(maxsize=2)
-def full_run(lang: str):
-    """The reference: logits [N, V], attention per layer [H, N, N] and the continuation of the full cache."""
+class FullRun(NamedTuple):
+    """The reference, computed once per text: everything the policies are compared with."""
+
+    logits: np.ndarray  # [N, V]
+    attn: list  # per layer [H, N, N]: the softmax weights of every position
+    keys: list  # per layer [KV, N, hd], after RoPE
+    values: list  # per layer [KV, N, hd]
+    continuation: list  # CONTINUE greedy token ids
+
+
+@functools.lru_cache(maxsize=4)
+def full_run(lang: str, n: int = TEXT_TOKENS) -> FullRun:
+    """The text through the full cache (one block, traced), then CONTINUE greedy tokens."""
     model, _tok = load_course_model()
-    ids = list(text_ids(lang))
+    ids = list(text_ids(lang, n))
     cache = KVCache(model.config)
     logits, trace = model.forward(ids, cache=cache, trace=True)
-    return logits, trace.attn, continue_greedy(model, cache, logits[-1], CONTINUE)
+    keys = [cache.keys(l).copy() for l in range(model.config.n_layers)]  # before the continuation writes more
+    values = [cache.values(l).copy() for l in range(model.config.n_layers)]
+    return FullRun(logits, trace.attn, keys, values, continue_greedy(model, cache, logits[-1], CONTINUE))
 
 
-def policy_run(policy: str, ids: list[int], budget: int, sinks: int):
-    """(logits [N, V], kept positions per layer at the end of the text, cache bytes, continuation)."""
+def fill_from_reference(cache, full: FullRun, n: int) -> None:
+    """Give ``cache`` the first n positions of the full run through its own store() (and, for H2O,
+    observe_attention()): while no more than n positions exist, no policy has dropped any, so their
+    keys, values and attention are the full cache's. Saves recomputing what is the same."""
+    for layer in range(len(full.keys)):
+        cache.store(layer, full.keys[layer][:, :n], full.values[layer][:, :n])
+        if hasattr(cache, "observe_attention"):
+            cache.observe_attention(layer, full.attn[layer][:, :n, :n])
+    cache.advance(n)
+
+
+def policy_run(policy: str, ids: list[int], budget: int, sinks: int, full: FullRun):
+    """(logits [N, V], kept positions per layer at the end of the text, cache bytes, continuation).
+
+    The first ``budget`` positions come from the full run (see fill_from_reference); the model
+    reads the rest through the policy's cache.
+    """
     model, _tok = load_course_model()
-    if policy == "h2o":  # evicts by attention, so it reads the text one token at a time after the first budget
+    if policy == "h2o":
         cache = HeavyHitterKVCache(model.config, budget=budget, recent=budget // 2)
-        first = model.forward(ids[:budget], cache=cache)
-        logits = np.concatenate([first] + [model.forward([i], cache=cache) for i in ids[budget:]])
-        kept = [cache.positions(l) for l in range(model.config.n_layers)]
-    else:  # one block: the cache hands back what the mask allows (tests: the same as token by token)
+    else:
         model = windowed_model(budget - sinks, sinks) if policy == "sinks" else windowed_model(budget, 0)
         cache = SinkKVCache(model.config) if policy == "sinks" else RollingKVCache(model.config)
-        logits = model.forward(ids, cache=cache)
+    fill_from_reference(cache, full, budget)
+    if policy == "h2o":  # evicts by attention, so it reads the rest one token at a time
+        rest = [model.forward([i], cache=cache) for i in ids[budget:]]
+        kept = [cache.positions(l) for l in range(model.config.n_layers)]
+    else:  # one block: the cache hands back what the mask allows (tests: the same as token by token)
+        rest = [model.forward(ids[budget:], cache=cache)]
         kept = [np.sort(cache.slot_pos[cache.slot_pos >= 0])] * model.config.n_layers
+    logits = np.concatenate([full.logits[:budget]] + rest)
     return logits, kept, cache.bytes_allocated, continue_greedy(model, cache, logits[-1], CONTINUE)
 
 
@@ -223,11 +263,12 @@ def run(values: dict, lang: str) -> dict:
                                f"注意力匯聚點（{sinks} 個）要留一些名額給視窗：請少於 {budget} 個。")
     model, tok = load_course_model()
     ids = list(text_ids(text))
-    logits, attn, ref_cont = full_run(text)
+    full = full_run(text)
+    logits, attn, ref_cont = full.logits, full.attn, full.continuation
     full_bytes = KVCache(model.config, max_len=len(ids) + CONTINUE).bytes_allocated
     runs = {}
-    for p in dict.fromkeys(["window", policy]):  # the chosen policy against the plain window (H2O streams: slower)
-        other, kept, nbytes, cont = policy_run(p, ids, budget, sinks)
+    for p in dict.fromkeys(["window", policy]):  # the chosen policy against the plain window
+        other, kept, nbytes, cont = policy_run(p, ids, budget, sinks, full)
         runs[p] = (other, kept, nbytes, cont, kl_per_position(logits, other))
     return {"figures": [_figure_kept(runs[policy][1], ids, tok, policy, budget, lang),
                         _figure_quality({p: r[4] for p, r in runs.items()}, budget, lang)],

@@ -8,7 +8,9 @@ import pytest
 from engine import Transformer
 from lessons import registry
 from lessons.base import LessonInputError
-from lessons.keep_positions import CONTINUE, POLICIES, TEXT_TOKENS, kl_per_position, sink_share, text_ids
+from engine.evicting_cache import HeavyHitterKVCache
+from lessons.keep_positions import (CONTINUE, POLICIES, TEXT_TOKENS, full_run, kl_per_position, policy_run,
+                                   sink_share, text_ids)
 
 from lesson_checks import check_both_languages, check_describe, column, number, numbers
 
@@ -34,10 +36,10 @@ def test_defaults_both_languages(course):
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("text", ["en", "zh-TW"])
 def test_every_policy_runs_on_both_texts(policy, text, course):
-    check_both_languages("keep_positions", {"policy": policy, "text": text, "budget": 16})
+    check_both_languages("keep_positions", {"policy": policy, "text": text, "budget": 24})
 
 
-@pytest.mark.parametrize("budget,sinks", [(8, 1), (32, 4), (48, 8)])
+@pytest.mark.parametrize("budget,sinks", [(24, 1), (32, 4), (48, 8)])
 def test_window_and_sinks_keep_what_their_rule_says(budget, sinks, course):
     n = TEXT_TOKENS
     window = kept(registry.run("keep_positions", {"policy": "window", "budget": budget}, "en"))
@@ -46,7 +48,7 @@ def test_window_and_sinks_keep_what_their_rule_says(budget, sinks, course):
     assert all(k == list(range(sinks)) + list(range(n - budget + sinks, n)) for k in sink)
 
 
-@pytest.mark.parametrize("budget", [8, 24, 64])
+@pytest.mark.parametrize("budget", [24, 40, 56])
 def test_heavy_hitters_keep_the_budget_with_the_newest_half(budget, course):
     out = registry.run("keep_positions", {"policy": "h2o", "budget": budget}, "en")
     newest = set(range(TEXT_TOKENS - budget // 2, TEXT_TOKENS))
@@ -55,7 +57,7 @@ def test_heavy_hitters_keep_the_budget_with_the_newest_half(budget, course):
     assert len({tuple(k) for k in kept(out)}) > 1  # each layer picks its own heavy hitters
 
 
-@pytest.mark.parametrize("budget", [16, 40])
+@pytest.mark.parametrize("budget", [24, 40])
 def test_window_quality_matches_the_model_under_its_own_window_mask(budget, course):
     model, tok = course
     ids = list(text_ids("en"))
@@ -79,11 +81,15 @@ def test_cache_sizes_are_the_budget_against_the_whole_text(course):
     assert out["full cache"]["cache size"] == f"{(TEXT_TOKENS + CONTINUE) * per_token // 1024} KiB"
 
 
-def test_sinks_must_leave_room_for_a_window(course):
+def test_sinks_always_leave_room_for_a_window_and_bad_values_are_refused(course):
+    from lessons.keep_positions import CONTROLS
+
+    c = {ctl.name: ctl for ctl in CONTROLS}
+    assert c["sinks"].max < c["budget"].min  # every pair of slider values leaves a window
     for lang in ("en", "zh-TW"):
-        with pytest.raises(LessonInputError) as e:
-            registry.run("keep_positions", {"policy": "sinks", "budget": 8, "sinks": 8}, lang)
-        assert "8" in e.value.message(lang)
+        for values in ({"sinks": 9}, {"budget": 8}, {"policy": "lru"}, {"text": "fr"}):
+            with pytest.raises(LessonInputError):
+                registry.run("keep_positions", values, lang)
 
 
 def test_kl_is_zero_for_the_same_logits_and_matches_a_hand_computation():
@@ -102,3 +108,20 @@ def test_sink_share_on_a_hand_made_pattern():
     (share, even), = sink_share([attn], first=1, after=2)
     assert even == pytest.approx((1 / 3 + 1 / 4) / 2)
     assert share == pytest.approx((1 / 3 + (0.7 + 0.25) / 2) / 2)
+
+
+@pytest.mark.parametrize("budget", [24, 40])
+def test_starting_from_the_reference_changes_nothing(budget, course):
+    """policy_run takes the first ``budget`` positions from the full run; the same caches fed
+    the whole text from scratch (windows: the model under its own mask; H2O: token by token)."""
+    model, _tok = course
+    ids = list(text_ids("en"))
+    full = full_run("en")
+    for window, sinks, policy in ((budget, 0, "window"), (budget - 4, 4, "sinks")):
+        masked = Transformer(replace(model.config, sliding_window=window, attention_sinks=sinks), model.weights)
+        np.testing.assert_allclose(policy_run(policy, ids, budget, 4, full)[0], masked.forward(ids), rtol=0, atol=1e-4)
+    cache = HeavyHitterKVCache(model.config, budget=budget, recent=budget // 2)
+    scratch = np.concatenate([model.forward([i], cache=cache) for i in ids])
+    got = policy_run("h2o", ids, budget, 4, full)
+    np.testing.assert_allclose(got[0], scratch, rtol=0, atol=1e-4)
+    assert [list(k) for k in got[1]] == [list(cache.positions(l)) for l in range(model.config.n_layers)]
