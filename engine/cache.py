@@ -17,6 +17,13 @@ The contract, as ``Transformer.forward`` uses it, for T new positions pos .. pos
                                         Config.sliding_window, positions out of the window).
     cache.advance(T)                    once all layers stored: length += T
 
+and one optional hook, for a cache that chooses what to keep by attention (H2O,
+engine/evicting_cache.py):
+
+    cache.observe_attention(l, probs)   if the cache has this method, the model calls it per layer
+                                        right after the softmax: probs [H, T, S] float32, the new
+                                        queries' weights over the S keys ``store`` handed back
+
 plus ``length``, ``bytes_used``, ``bytes_allocated``, ``reset()`` and ``truncate(n)``.
 
 Layout of KVCache (one pair per layer l):  k[l], v[l]  [KV, M, hd]   (M = max_len slots)

@@ -28,6 +28,7 @@ class Config:
     norm_eps: float = 1e-5  # RMSNorm epsilon
     dtype: str = "float32"  # weights, activations and KV cache: "float32" or "float16"
     sliding_window: int | None = None  # W: a query sees only the last W positions (Mistral); None = all
+    attention_sinks: int = 0  # with a window: positions 0 .. sinks-1 stay visible to every query (StreamingLLM)
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim", "max_seq_len"):
@@ -35,6 +36,13 @@ class Config:
         if self.sliding_window is not None:
             object.__setattr__(self, "sliding_window",
                                check_int("Config.sliding_window", self.sliding_window, minimum=1))
+        sinks = check_int("Config.attention_sinks", self.attention_sinks, minimum=0)
+        if sinks and self.sliding_window is None:
+            raise ValueError(
+                f"Config.attention_sinks ({sinks}) needs a sliding_window: sinks are the first positions "
+                f"kept visible once the window has moved past them; without a window every position is visible"
+            )
+        object.__setattr__(self, "attention_sinks", sinks)
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"Config.d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}) "

@@ -94,11 +94,30 @@ def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int, seq_len: int, 
     return 2 * n_layers * n_kv_heads * head_dim * seq_len * batch * dtype_bytes
 
 
+def latent_cache_bytes(n_layers: int, kv_lora_rank: int, rope_dim: int, seq_len: int, batch: int = 1,
+                       bits: float = 16) -> float:
+    """Size of a multi-head latent attention (MLA) cache: (d_c + d_h^R) * l * T * B * bits / 8.
+
+    Per layer and token MLA keeps one latent vector of d_c numbers (keys and values of every
+    head are rebuilt from it) and one RoPE key of d_h^R numbers, both shared by all heads:
+    DeepSeek-V2's Table 1, against 2 * n_h * d_h per layer for multi-head attention.
+    ``bits`` per number may be fractional (a quantized cache). A float: whole bytes for whole bits.
+    """
+    for name, v in dict(n_layers=n_layers, kv_lora_rank=kv_lora_rank, rope_dim=rope_dim, seq_len=seq_len,
+                        batch=batch).items():
+        check_int(name, v, minimum=0)
+    values = (kv_lora_rank + rope_dim) * n_layers * seq_len * batch
+    if isinstance(bits, bool) or not isinstance(bits, (int, float)) or not 0 < bits <= 64:
+        raise ValueError(f"bits must be a number of bits per cached value in (0, 64], got {bits!r}")
+    return values * bits / 8
+
+
 def cached_positions(cfg: Config, seq_len: int) -> int:
-    """Positions a cache keeps for seq_len tokens: all of them, or the last W with a sliding window."""
+    """Positions a cache keeps for seq_len tokens: all of them, or the last W with a sliding
+    window (plus the first ``attention_sinks`` ones, which the window never drops)."""
     _check(cfg, seq_len=seq_len)
     W = cfg.sliding_window
-    return seq_len if W is None else min(seq_len, W)
+    return seq_len if W is None else min(seq_len, W + cfg.attention_sinks)
 
 
 def _bits(cfg: Config, kv_bits) -> float:

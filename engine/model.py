@@ -127,8 +127,9 @@ def attention_mask(c: Config, pos: int, T: int, key_pos, xp):
 
     Query i sits at position pos+i. A key at position p is hidden when it lies in the future
     (p > pos+i) or, with a sliding window W, when it has fallen out of the window
-    (pos+i - p >= W). ``key_pos`` [S] gives each key slot's position; None means slots
-    0 .. S-1 hold positions 0 .. S-1 (a plain cache, or no cache).
+    (pos+i - p >= W) -- unless it is one of the first ``c.attention_sinks`` positions, which
+    every query keeps seeing (StreamingLLM's attention sinks). ``key_pos`` [S] gives each key
+    slot's position; None means slots 0 .. S-1 hold positions 0 .. S-1 (a plain cache, or none).
     """
     S = T + pos if key_pos is None else key_pos.shape[0]
     W = c.sliding_window
@@ -138,7 +139,7 @@ def attention_mask(c: Config, pos: int, T: int, key_pos, xp):
     qp = pos + xp.arange(T)  # [T]
     hidden = kp[None, :] > qp[:, None]  # [T, S] the future
     if W is not None:
-        hidden |= qp[:, None] - kp[None, :] >= W  # [T, S] out of the window
+        hidden |= (qp[:, None] - kp[None, :] >= W) & (kp[None, :] >= c.attention_sinks)  # [T, S] out of the window
     return hidden
 
 
@@ -169,6 +170,9 @@ def attention(x, layer: Layer, c: Config, cos, sin, pos: int, cache: BaseCache |
     if hidden is not None:
         scores = xp.where(hidden, -xp.inf, scores)  # [H, T, S]
     probs = softmax(scores, xp)  # [H, T, S] float32
+    observe = getattr(cache, "observe_attention", None)  # optional: a cache that evicts by attention (H2O)
+    if observe is not None:
+        observe(index, probs)
     out = probs.astype(x.dtype, copy=False).reshape(KV, G * T, S) @ v  # [KV, G*T, hd]
     out = out.reshape(H, T, hd).transpose(1, 0, 2).reshape(T, H * hd)  # [T, H*hd]
     return out @ layer.wo, probs, scores  # [T, D]

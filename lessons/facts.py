@@ -11,7 +11,7 @@ import functools
 from engine import costs, load_course_model, serving
 from engine.shapes import MODEL_SHAPES, config_from_shape
 from lessons.base import LANGS
-from lessons.figures import fmt_bytes, fmt_int
+from lessons.figures import fmt_bytes, fmt_int, fmt_num, fmt_percent
 from lessons.tokens import real_counts
 
 # fact-key prefix -> engine.shapes name
@@ -189,6 +189,58 @@ def _scheduler_facts() -> dict[str, str]:
     return out
 
 
+# Plate 7, "caches smaller by design" and "keeping the right positions": DeepSeek-V2's latent
+# cache against its dense predecessor, and the keep_positions lesson's default comparison.
+KEEP_TOKENS, KEEP_BUDGET, KEEP_SINKS = 128, 32, 4  # the length of the course model's training rows
+
+
+def _latent_facts() -> dict[str, str]:
+    """DeepSeek-V2 (MLA) and DeepSeek 67B (GQA): elements and bytes per token, and the paper's 93.3 %."""
+    from engine.shapes import DEEPSEEK_67B as d, LATENT_SHAPES
+
+    s = LATENT_SHAPES["DeepSeek-V2"]
+    mla = costs.latent_cache_bytes(s.n_layers, s.kv_lora_rank, s.qk_rope_head_dim, 1)  # 16 bits
+    mla6 = costs.latent_cache_bytes(s.n_layers, s.kv_lora_rank, s.qk_rope_head_dim, 1, bits=6)
+    mha = costs.kv_cache_bytes(s.n_layers, s.n_heads, s.head_dim, 1, dtype_bytes=FP16_BYTES)
+    dense = costs.kv_cache_bytes(d.n_layers, d.n_kv_heads, d.head_dim, 1, dtype_bytes=FP16_BYTES)
+    return {
+        "mla.dsv2.n_layers": fmt_int(s.n_layers), "mla.dsv2.n_heads": fmt_int(s.n_heads),
+        "mla.dsv2.head_dim": fmt_int(s.head_dim), "mla.dsv2.kv_lora_rank": fmt_int(s.kv_lora_rank),
+        "mla.dsv2.rope_dim": fmt_int(s.qk_rope_head_dim),
+        "mla.dsv2.latent_per_layer": fmt_int(s.kv_lora_rank + s.qk_rope_head_dim),
+        "mla.dsv2.mha_per_layer": fmt_int(2 * s.n_heads * s.head_dim),
+        "mla.dsv2.per_token_fp16": fmt_bytes(mla), "mla.dsv2.mha_per_token_fp16": fmt_bytes(mha),
+        "mla.dsv2.share_of_mha": fmt_percent(mla / mha),
+        "mla.dsv2.gqa_groups": f"{(s.kv_lora_rank + s.qk_rope_head_dim) / (2 * s.head_dim):g}",
+        "mla.dsv2.per_token_6bit": fmt_bytes(mla6),
+        "mla.ds67b.n_layers": fmt_int(d.n_layers), "mla.ds67b.n_kv_heads": fmt_int(d.n_kv_heads),
+        "mla.ds67b.head_dim": fmt_int(d.head_dim), "mla.ds67b.per_token_fp16": fmt_bytes(dense),
+        "mla.smaller_16bit": fmt_percent(1 - mla / dense), "mla.smaller_6bit": fmt_percent(1 - mla6 / dense),
+    }
+
+
+def _keep_facts() -> dict[str, str]:
+    """The keep_positions lesson's measurement on a longer English text than the live demo's, every policy."""
+    from lessons import keep_positions as kp
+
+    ids = list(kp.text_ids("en", KEEP_TOKENS))
+    full = kp.full_run("en", KEEP_TOKENS)
+    logits, attn = full.logits, full.attn
+    out = {"keep.text_tokens": fmt_int(len(ids)), "keep.budget": fmt_int(KEEP_BUDGET), "keep.sinks": fmt_int(KEEP_SINKS),
+           "keep.h2o_recent": fmt_int(KEEP_BUDGET // 2)}
+    for p in kp.POLICIES:
+        other = kp.policy_run(p, ids, KEEP_BUDGET, KEEP_SINKS, full)[0]
+        kl = kp.kl_per_position(logits, other)[KEEP_BUDGET:]
+        same = (other[KEEP_BUDGET:].argmax(-1) == logits[KEEP_BUDGET:].argmax(-1)).mean()
+        out[f"keep.{p}.mean_kl"] = fmt_num(float(kl.mean()))
+        out[f"keep.{p}.same_top1"] = fmt_percent(float(same))
+    shares = kp.sink_share(attn, KEEP_SINKS, KEEP_BUDGET)
+    out["keep.sink_share_min"] = fmt_percent(min(s for s, _ in shares))
+    out["keep.sink_share_max"] = fmt_percent(max(s for s, _ in shares))
+    out["keep.sink_share_even"] = fmt_percent(shares[0][1])
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def _facts(lang: str) -> tuple[tuple[str, str], ...]:
     out = _course_facts()
@@ -198,6 +250,8 @@ def _facts(lang: str) -> tuple[tuple[str, str], ...]:
     out.update(_shrink_facts())
     out.update(_serving_facts())
     out.update(_scheduler_facts())
+    out.update(_latent_facts())
+    out.update(_keep_facts())
     # Every value is numbers and unit symbols (B, KiB, MiB, GiB), the same in both languages.
     return tuple(sorted(out.items()))
 

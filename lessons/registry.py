@@ -25,6 +25,7 @@ LESSONS = {
     "layers": "layers",
     "shrink_cache": "shrink_cache",
     "kv_quant": "kv_quant",
+    "keep_positions": "keep_positions",
     "paging": "paging",
     "batching": "batching",
     "bench_browser": "bench_browser",

@@ -231,6 +231,27 @@ TERMS: tuple[Term, ...] = (
     Term("bit", "bit", "位元", "位元（bit）",
          "Taiwan usage, as 位元組 for byte; 比特 is mainland.",
          avoid_zh=(r"比特",)),
+    Term("attention-sink", "attention sink", "注意力匯聚點", "注意力匯聚點（attention sink）",
+         "The first tokens where attention pools whatever they say, as water pools in a sink: 匯聚 is the "
+         "Taiwanese word for things flowing together. 沉沒 and 水槽 translate the English word, not the idea.",
+         avoid_zh=(r"注意力沉", r"注意力槽", r"注意力水槽", r"注意力匯點")),
+    Term("heavy-hitter", "heavy hitter", "heavy hitter", "heavy hitter（重度命中的詞元）",
+         "Kept in English, as H2O names it (H2O is Heavy-Hitter Oracle); the literal 重擊者 reads as a "
+         "baseball or boxing word. The first use glosses it in Chinese.",
+         avoid_zh=(r"重擊者", r"重量級詞元", r"大戶詞元")),
+    Term("eviction", "eviction", "逐出", "逐出（eviction）",
+         "The Taiwanese cache term for dropping an entry to make room (快取逐出); 驅逐 reads as expelling a "
+         "person, and 淘汰 as a contest.",
+         avoid_zh=(r"驅逐", r"淘汰")),
+    Term("mla", "multi-head latent attention", "多頭潛在注意力", "多頭潛在注意力（multi-head latent attention，MLA）",
+         "潛在 as in 潛在變數, the Taiwanese statistics word for latent; 隱 would suggest hidden states.",
+         avoid_zh=(r"多頭隱", r"多頭潛空間")),
+    Term("latent-vector", "latent vector", "潛在向量", "潛在向量（latent vector）",
+         "Follows 多頭潛在注意力; 隱向量 is the mainland-leaning form.",
+         avoid_zh=(r"隱向量", r"潛向量", r"隱空間向量")),
+    Term("cross-layer", "cross-layer sharing", "跨層共享", "跨層共享（cross-layer sharing）",
+         "共享 as in 字首共享 and 共享記憶體; 跨層共用 would give the site two words for sharing.",
+         avoid_zh=(r"跨層共用", r"層間共享")),
     # ------------------------------------------------------------------ serving many requests (plate 8)
     Term("batching", "batching", "批次處理", "批次處理（batching）",
          "The act of running many sequences in one step; 批次 (the batch row) stays the noun for the "

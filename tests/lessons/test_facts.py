@@ -1,6 +1,8 @@
 """facts: every key the pages use, computed, formatted, the same in both languages."""
 import re
 
+import pytest
+
 from engine.shapes import MODEL_SHAPES
 from lessons.facts import facts
 
@@ -85,3 +87,41 @@ def test_plate_7_facts_from_the_formula(course):
     # course model (head_dim 32, one float16 scale and zero point per head and token): b + 32/32 bits
     assert f["shrink.course_per_token_4bit"] == "5" and f["shrink.course_per_token_2bit"] == "3"
     assert float(f["shrink.course_kivi_2bit_20"]) > float(f["shrink.course_kivi_2bit_full"]) > 2
+
+
+def test_plate_7_latent_cache_facts_reproduce_the_paper(course):
+    f = facts("en")
+    # DeepSeek-V2, section 3.1.2 and Table 1: d_c 512 + d_h^R 64 per layer, "GQA with only 2.25 groups";
+    # the abstract's "reduces the KV cache by 93.3%" with its 6-bit deployed cache (section 3.2.3)
+    assert (f["mla.dsv2.kv_lora_rank"], f["mla.dsv2.rope_dim"], f["mla.dsv2.latent_per_layer"]) == ("512", "64", "576")
+    assert f["mla.dsv2.gqa_groups"] == "2.25"
+    assert f["mla.smaller_6bit"] == "93.3%"
+    assert f["mla.dsv2.per_token_fp16"] == "67.5 KiB"  # 576 numbers * 60 layers * 2 bytes = 69,120 B
+
+
+def test_plate_7_keep_facts_from_the_model_run_here(course):
+    """The table's KL and top-1 agreement, recomputed here without the lesson's shortcuts: the
+    windows as the model under its own mask, H2O fed one token at a time from an empty cache."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from engine import Transformer
+    from engine.evicting_cache import HeavyHitterKVCache
+    from lessons.facts import KEEP_BUDGET as B, KEEP_SINKS as S, KEEP_TOKENS
+    from lessons.keep_positions import kl_per_position, text_ids
+
+    model, _tok = course
+    ids = list(text_ids("en", KEEP_TOKENS))
+    full = model.forward(ids)
+    masked = {p: Transformer(replace(model.config, sliding_window=w, attention_sinks=s), model.weights).forward(ids)
+              for p, w, s in (("window", B, 0), ("sinks", B - S, S))}
+    cache = HeavyHitterKVCache(model.config, budget=B, recent=B // 2)
+    masked["h2o"] = np.concatenate([model.forward([i], cache=cache) for i in ids])
+    f = facts("en")
+    assert f["keep.text_tokens"] == str(KEEP_TOKENS)
+    for p, other in masked.items():
+        kl = kl_per_position(full, other)[B:].mean()
+        same = np.mean(other[B:].argmax(-1) == full[B:].argmax(-1))
+        assert float(f[f"keep.{p}.mean_kl"]) == pytest.approx(kl, rel=5e-3), p
+        assert float(f[f"keep.{p}.same_top1"].rstrip("%")) / 100 == pytest.approx(same, abs=1e-3), p

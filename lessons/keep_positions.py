@@ -1,0 +1,276 @@
+"""Plate 7: which positions to keep when the cache has room for only a few.
+
+The course model reads a text of TEXT_TOKENS tokens with the full cache (the reference), with
+a plain window of ``budget`` positions per layer, and with the reader's policy at the same
+budget (one of three, each on the engine's own cache class):
+
+    window            the last ``budget`` positions           RollingKVCache   (Mistral)
+    sinks + window    the first S, then the last budget - S   SinkKVCache      (StreamingLLM)
+    heavy hitters     budget/2 newest + the most attended      HeavyHitterKVCache (H2O)
+
+Quality is measured against the full cache at every position: the KL divergence of the
+next-token distributions and whether the most likely token is the same. Then each cache
+writes CONTINUE more tokens greedily. Nothing is precomputed: the texts are new documents
+from the course corpus's templates (a seed training did not use), cut at TEXT_TOKENS, inside
+the length of the rows the model was trained on (128, engine/train.py). Plate 7's table runs
+the same functions on a longer text at build time (lessons/facts.py).
+"""
+from __future__ import annotations
+
+import copy
+import functools
+from dataclasses import replace
+from typing import NamedTuple
+
+import numpy as np
+
+from engine import KVCache, RollingKVCache, Transformer, load_course_model
+from engine.corpus import build_documents
+from engine.evicting_cache import HeavyHitterKVCache
+from engine.sink_cache import SinkKVCache
+from lessons import labels as L
+from lessons.base import LessonInputError, select, slider
+from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_num, fmt_percent, layout, show_piece, t, table
+
+TITLE = {"en": "Which positions to keep: a window, attention sinks, heavy hitters",
+         "zh-TW": "該留哪些位置：視窗、注意力匯聚點、heavy hitter"}
+
+TEXT_TOKENS = 64  # the live text: short enough for Pyodide (plate 7's own table reads a longer one, lessons/facts.py)
+CONTINUE = 6  # greedy tokens each cache writes after the text
+TEXT_SEED = 7  # corpus documents the model never saw (it was trained on seed 1234's)
+
+POLICIES = {
+    "window": {"en": "window only", "zh-TW": "只留視窗"},
+    "sinks": {"en": "sinks + window", "zh-TW": "注意力匯聚點 + 視窗"},
+    "h2o": {"en": "heavy hitters + recent (H2O)", "zh-TW": "heavy hitter + 最近位置（H2O）"},
+}
+TEXTS = {"en": {"en": "English story", "zh-TW": "英文短文"}, "zh-TW": {"en": "Chinese story", "zh-TW": "中文短文"}}
+FULL = {"en": "full cache", "zh-TW": "完整快取"}
+
+CONTROLS = (
+    select("policy", {"en": "What to keep", "zh-TW": "保留哪些位置"}, "sinks", list(POLICIES.items()),
+           help={"en": "The rule that decides which positions stay once the cache is full.",
+                 "zh-TW": "快取滿了之後，決定哪些位置留下來的規則。"}),
+    slider("budget", {"en": "Positions kept per layer", "zh-TW": "每層保留的位置數"}, 32, 24, 56, 8,
+           help={"en": "The cache's size for every policy: this many positions per layer.",
+                 "zh-TW": "每種規則的快取大小都一樣：每層存這麼多個位置。"}),
+    slider("sinks", {"en": "Sinks S (first positions kept)", "zh-TW": "注意力匯聚點 S（保留最前面幾個位置）"}, 4, 1, 8, 1,
+           help={"en": "For sinks + window: the first S positions stay; the window gets the rest of the budget.",
+                 "zh-TW": "用於「注意力匯聚點 + 視窗」：最前面 S 個位置一直留著，其餘的名額給視窗。"}),
+    select("text", {"en": "Text", "zh-TW": "文字"}, {"en": "en", "zh-TW": "zh-TW"}, list(TEXTS.items()),
+           help={"en": f"{TEXT_TOKENS} tokens of new documents written from the course corpus's templates.",
+                 "zh-TW": f"用課程語料的範本新寫的文件，取 {TEXT_TOKENS} 個詞元。"}),
+)
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+@functools.lru_cache(maxsize=4)
+def text_ids(lang: str, n: int = TEXT_TOKENS) -> tuple[int, ...]:
+    """n tokens of fresh corpus documents in ``lang``, joined as one text (n <= the training rows' 128)."""
+    _model, tok = load_course_model()
+    docs = [d for i, d in enumerate(build_documents(TEXT_SEED, 80)) if (i % 2 == 0) == (lang == "en")]
+    ids = tok.encode((" " if lang == "en" else "").join(docs))
+    return tuple(ids[:n])
+
+
+@functools.lru_cache(maxsize=8)
+def windowed_model(window: int, sinks: int) -> Transformer:
+    """The course model under Config(sliding_window, attention_sinks), the mask those caches need.
+
+    A shallow copy with another config: a Transformer holds weights and no run state, and a
+    window changes neither the weights nor the RoPE tables, so nothing is rebuilt (building
+    a new Transformer would cost the browser a copy of every weight on each new budget).
+    """
+    model, _tok = load_course_model()
+    masked = copy.copy(model)
+    masked.config = replace(model.config, sliding_window=window, attention_sinks=sinks)
+    return masked
+
+
+def continue_greedy(model, cache, last_logits, n: int) -> list[int]:
+    """n greedy tokens, each fed back through ``cache``."""
+    out = [int(np.argmax(last_logits))]
+    for _ in range(n - 1):
+        out.append(int(np.argmax(model.forward([out[-1]], cache=cache)[-1])))
+    return out
+
+
+class FullRun(NamedTuple):
+    """The reference, computed once per text: everything the policies are compared with."""
+
+    logits: np.ndarray  # [N, V]
+    attn: list  # per layer [H, N, N]: the softmax weights of every position
+    keys: list  # per layer [KV, N, hd], after RoPE
+    values: list  # per layer [KV, N, hd]
+    continuation: list  # CONTINUE greedy token ids
+
+
+@functools.lru_cache(maxsize=4)
+def full_run(lang: str, n: int = TEXT_TOKENS) -> FullRun:
+    """The text through the full cache (one block, traced), then CONTINUE greedy tokens."""
+    model, _tok = load_course_model()
+    ids = list(text_ids(lang, n))
+    cache = KVCache(model.config)
+    logits, trace = model.forward(ids, cache=cache, trace=True)
+    keys = [cache.keys(l).copy() for l in range(model.config.n_layers)]  # before the continuation writes more
+    values = [cache.values(l).copy() for l in range(model.config.n_layers)]
+    return FullRun(logits, trace.attn, keys, values, continue_greedy(model, cache, logits[-1], CONTINUE))
+
+
+def fill_from_reference(cache, full: FullRun, n: int) -> None:
+    """Give ``cache`` the first n positions of the full run through its own store() (and, for H2O,
+    observe_attention()): while no more than n positions exist, no policy has dropped any, so their
+    keys, values and attention are the full cache's. Saves recomputing what is the same."""
+    for layer in range(len(full.keys)):
+        cache.store(layer, full.keys[layer][:, :n], full.values[layer][:, :n])
+        if hasattr(cache, "observe_attention"):
+            cache.observe_attention(layer, full.attn[layer][:, :n, :n])
+    cache.advance(n)
+
+
+def policy_run(policy: str, ids: list[int], budget: int, sinks: int, full: FullRun):
+    """(logits [N, V], kept positions per layer at the end of the text, cache bytes, continuation).
+
+    The first ``budget`` positions come from the full run (see fill_from_reference); the model
+    reads the rest through the policy's cache.
+    """
+    model, _tok = load_course_model()
+    if policy == "h2o":
+        cache = HeavyHitterKVCache(model.config, budget=budget, recent=budget // 2)
+    else:
+        model = windowed_model(budget - sinks, sinks) if policy == "sinks" else windowed_model(budget, 0)
+        cache = SinkKVCache(model.config) if policy == "sinks" else RollingKVCache(model.config)
+    fill_from_reference(cache, full, budget)
+    if policy == "h2o":  # evicts by attention, so it reads the rest one token at a time
+        rest = [model.forward([i], cache=cache) for i in ids[budget:]]
+        kept = [cache.positions(l) for l in range(model.config.n_layers)]
+    else:  # one block: the cache hands back what the mask allows (tests: the same as token by token)
+        rest = [model.forward(ids[budget:], cache=cache)]
+        kept = [np.sort(cache.slot_pos[cache.slot_pos >= 0])] * model.config.n_layers
+    logits = np.concatenate([full.logits[:budget]] + rest)
+    return logits, kept, cache.bytes_allocated, continue_greedy(model, cache, logits[-1], CONTINUE)
+
+
+def kl_per_position(ref, other) -> np.ndarray:
+    """KL(ref || other) of the softmax of each row of two logit arrays [N, V], in nats."""
+    def log_softmax(x):
+        x = x - x.max(axis=-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+    lp, lq = log_softmax(ref.astype(np.float64)), log_softmax(other.astype(np.float64))
+    return np.maximum((np.exp(lp) * (lp - lq)).sum(axis=-1), 0.0)  # [N]
+
+
+def sink_share(attn, first: int, after: int) -> list[tuple[float, float]]:
+    """Per layer: (attention the queries at positions >= ``after`` give the first ``first`` positions,
+    averaged over heads and queries; the share an even spread over the visible keys would give)."""
+    n = attn[0].shape[-1]
+    even = float(np.mean([first / (q + 1) for q in range(after, n)]))
+    return [(float(a[:, after:, :first].sum(axis=-1).mean()), even) for a in attn]
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _figure_kept(kept, ids, tok, policy: str, budget: int, lang):
+    """Layers x positions: which positions each layer still holds after the last token of the text."""
+    n, layers = len(ids), len(kept)
+    held = [set(k.tolist()) for k in kept]
+    z = [[1 if p in h else 0 for p in range(n)] for h in held]
+    pieces = [show_piece(tok.decode([i])) for i in ids]
+    state = [t({"en": "evicted", "zh-TW": "已逐出"}, lang), t({"en": "kept", "zh-TW": "保留"}, lang)]
+    hover = [[f"{p}: {pieces[p]} — {state[z[l][p]]}" for p in range(n)] for l in range(layers)]
+    y = [t(L.layer(l + 1), lang) for l in range(layers)]
+    data = [{"type": "heatmap", "z": z, "x": list(range(n)), "y": y, "zmin": 0, "zmax": 1, "showscale": False,
+             "colorscale": [[0, "rgba(140,140,140,0.15)"], [1, COLORS["blue"]]], "text": hover,
+             "hovertemplate": "%{text}<extra>%{y}</extra>", "xgap": 1, "ygap": 2}]
+    title = t({"en": f"{POLICIES[policy]['en']}: the {budget} positions each layer keeps at the end of the text",
+               "zh-TW": f"{POLICIES[policy]['zh-TW']}：讀完整段文字時，每層保留的 {budget} 個位置"}, lang)
+    lay = layout(t(L.POSITION, lang), "", height=230, yaxis={"autorange": "reversed"})
+    rows = [[y[l], ", ".join(str(p) for p in k.tolist())] for l, k in enumerate(kept)]
+    return figure("kept", title, data, lay, [t(L.LAYER, lang), t({"en": "positions kept", "zh-TW": "保留的位置"}, lang)], rows)
+
+
+def _figure_quality(kls: dict, budget: int, lang):
+    """KL divergence from the full cache at every position, one line per policy."""
+    colors = {"window": COLORS["grey"], "sinks": COLORS["blue"], "h2o": COLORS["orange"]}
+    n = len(next(iter(kls.values())))
+    data = [{"type": "scatter", "mode": "lines", "name": t(POLICIES[p], lang), "x": list(range(n)),
+             "y": floats(k), "line": {"color": colors[p], "width": 1.5},
+             "hovertemplate": "%{x}: %{y:.3g}<extra>%{fullData.name}</extra>"} for p, k in kls.items()]
+    title = t({"en": f"How far each cache of {budget} positions drifts from the full cache, position by position",
+               "zh-TW": f"每種 {budget} 個位置的快取，在每個位置和完整快取差多少"}, lang)
+    lay = layout(t(L.POSITION, lang), t({"en": "KL divergence from the full cache (nats)",
+                                         "zh-TW": "和完整快取的 KL 散度（nat）"}, lang),
+                 shapes=[{"type": "line", "x0": budget - 0.5, "x1": budget - 0.5, "y0": 0, "y1": 1, "yref": "paper",
+                          "line": {"color": COLORS["grey"], "dash": "dot", "width": 1}}],
+                 yaxis={"rangemode": "tozero"})
+    cols = [t(L.POSITION, lang)] + [t(POLICIES[p], lang) for p in kls]
+    rows = [[i] + [fmt_num(k[i]) for k in kls.values()] for i in range(n)]
+    return figure("quality", title, data, lay, cols, rows)
+
+
+def _summary_table(runs: dict, logits, full_bytes: int, ref_cont, budget: int, tok, lang) -> dict:
+    """One row per cache: bytes, mean KL and top-1 agreement after the budget, and its continuation."""
+    cols = [t({"en": "cache", "zh-TW": "快取"}, lang), t({"en": "cache size", "zh-TW": "快取大小"}, lang),
+            t({"en": "mean KL after the first budget positions", "zh-TW": "超過預算之後的平均 KL"}, lang),
+            t({"en": "same top-1 token as the full cache", "zh-TW": "最可能的詞元和完整快取相同"}, lang),
+            t({"en": "greedy continuation", "zh-TW": "貪婪解碼接著寫"}, lang)]
+    rows = [[t(FULL, lang), fmt_bytes(full_bytes), "0", fmt_percent(1.0), tok.decode(ref_cont)]]
+    for p, (other, _kept, nbytes, cont, kl) in runs.items():
+        same = float(np.mean(other[budget:].argmax(-1) == logits[budget:].argmax(-1)))
+        rows.append([t(POLICIES[p], lang), fmt_bytes(nbytes), fmt_num(float(kl[budget:].mean())), fmt_percent(same),
+                     tok.decode(cont)])
+    title = t({"en": "Every cache against the full one, on the same text", "zh-TW": "同一段文字：每種快取和完整快取對照"}, lang)
+    return table(title, cols, rows)
+
+
+# --------------------------------------------------------------------------- notes and run
+
+
+def _sink_note(attn, sinks: int, budget: int, lang) -> str:
+    shares = sink_share(attn, sinks, budget)
+    per_layer = t({"en": ", ", "zh-TW": "、"}, lang).join(fmt_percent(s) for s, _ in shares)
+    even = fmt_percent(shares[0][1])
+    return t({"en": (f"Do the first {sinks} positions act as attention sinks in this model? With the full cache, queries "
+                     f"past position {budget} give them {per_layer} of their attention (layers 1 to {len(shares)}); "
+                     f"an even spread over the keys they see would give {even}."),
+              "zh-TW": (f"在這個模型裡，最前面 {sinks} 個位置是注意力匯聚點嗎？用完整快取時，位置 {budget} 之後的 query "
+                        f"分給它們的注意力是 {per_layer}（第 1 到第 {len(shares)} 層）；平均分給看得到的每個 key 的話是 {even}。")}, lang)
+
+
+def _notes(policy: str, budget: int, sinks: int, lang) -> list[str]:
+    notes = [t({"en": ("Positions keep their place in the text: keys are stored after RoPE, with their own positions, "
+                       "so a query reading sink 0 sees a key far away. StreamingLLM numbers positions inside the cache "
+                       "instead, so that a long stream never shows the model a distance it did not learn. Here every "
+                       "text stays inside the course model's context window, and the full cache sees the same positions."),
+                "zh-TW": ("位置保持在原文裡的編號：key 是套用 RoPE 之後才存進快取，用的是自己原本的位置，所以 query 讀位置 0 "
+                          "的注意力匯聚點時，看到的是一個很遠的 key。StreamingLLM 則改用快取裡的位置編號，讓很長的串流不會出現"
+                          "模型沒學過的距離。這裡每段文字都在課程模型的上下文視窗之內，完整快取看到的也是同樣的位置。")}, lang)]
+    if policy == "h2o":
+        notes.append(t({"en": (f"H2O here keeps the {budget // 2} newest positions and the {budget - budget // 2} others "
+                               "with the largest attention received so far, one set per layer (summed over heads)."),
+                        "zh-TW": (f"這裡的 H2O 保留最新的 {budget // 2} 個位置，再加上到目前為止收到最多注意力的 "
+                                  f"{budget - budget // 2} 個位置；每層一組（各 head 相加）。")}, lang))
+    return notes
+
+
+def run(values: dict, lang: str) -> dict:
+    policy, budget, sinks, text = values["policy"], int(values["budget"]), int(values["sinks"]), values["text"]
+    if sinks >= budget:
+        raise LessonInputError(f"The sinks ({sinks}) must leave room for a window: use fewer than {budget}.",
+                               f"注意力匯聚點（{sinks} 個）要留一些名額給視窗：請少於 {budget} 個。")
+    model, tok = load_course_model()
+    ids = list(text_ids(text))
+    full = full_run(text)
+    logits, attn, ref_cont = full.logits, full.attn, full.continuation
+    full_bytes = KVCache(model.config, max_len=len(ids) + CONTINUE).bytes_allocated
+    runs = {}
+    for p in dict.fromkeys(["window", policy]):  # the chosen policy against the plain window
+        other, kept, nbytes, cont = policy_run(p, ids, budget, sinks, full)
+        runs[p] = (other, kept, nbytes, cont, kl_per_position(logits, other))
+    return {"figures": [_figure_kept(runs[policy][1], ids, tok, policy, budget, lang),
+                        _figure_quality({p: r[4] for p, r in runs.items()}, budget, lang)],
+            "tables": [_summary_table(runs, logits, full_bytes, ref_cont, budget, tok, lang)],
+            "notes": [_sink_note(attn, sinks, budget, lang)] + _notes(policy, budget, sinks, lang)}
