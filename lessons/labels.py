@@ -62,6 +62,7 @@ DECODE = _term("decode")                # decode / 解碼
 RIDGE = _term("ridge-point")            # ridge point / 脊點
 INTENSITY = _term("arithmetic-intensity")  # arithmetic intensity / 運算強度
 EMBEDDING = _term("embedding")          # embedding / 嵌入向量
+SPECULATIVE = _term("speculative-decoding")  # speculative decoding / 推測解碼
 
 # --------------------------------------------------------------------------- controls
 

@@ -26,6 +26,8 @@ LESSONS = {
     "shrink_cache": "shrink_cache",
     "kv_quant": "kv_quant",
     "paging": "paging",
+    "speculative": "speculative",
+    "flash_decoding": "flash_decoding",
     "bench_browser": "bench_browser",
     "bench_results": "bench_page",
 }
