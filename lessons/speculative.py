@@ -79,7 +79,7 @@ def _figure_rounds(tok, run, lang) -> dict:
     own = {"en": "model's own token", "zh-TW": "模型自己的詞元"}
     cols = [t(ROUND, lang), t({"en": "guesses", "zh-TW": "猜測"}, lang), t(STATUS["accepted"][0], lang),
             t(STATUS["rejected"][0], lang), t(own, lang), t({"en": "kind", "zh-TW": "種類"}, lang)]
-    kind = lambda r: t({"en": "bonus", "zh-TW": "額外多得"} if r.bonus else
+    kind = lambda r: t({"en": "bonus", "zh-TW": "紅利"} if r.bonus else
                        {"en": "correction", "zh-TW": "修正"} if r.drafted else {"en": "no guess", "zh-TW": "沒有猜測"}, lang)
     rows = [[y[i], _pieces(tok, r.drafted), _pieces(tok, r.drafted[: r.accepted]), _pieces(tok, r.rejected),
              _pieces(tok, [r.correction]), kind(r)] for i, r in enumerate(rounds)]
@@ -165,7 +165,7 @@ def _notes(tok, run, same, est, drafter, lang) -> list[str]:
                 "zh-TW": f"估計{'省下' if est.saved >= 0 else '多花'}的時間：{saved}（{fmt_seconds(est.speculative_s)}，"
                          f"而不是 {fmt_seconds(est.greedy_s)}）。假設：每次執行的時間，取 Roofline 模型依它的浮點運算次數和位元組數"
                          "算出的值（權重每次只讀一遍，所以一次驗證 K + 1 個詞元，成本和一步解碼差不多）"
-                         + ("；草稿模型的每次執行也這樣算。" if drafter != "ngram" else "；n-gram 查找不用 GPU，成本算作零。")})
+                         + ("；草稿模型的每次執行也這樣算。" if drafter != "ngram" else "；n-gram 搜尋不用 GPU，成本算作零。")})
     return [t(n, lang) for n in out]
 
 

@@ -17,7 +17,8 @@ query key value kv-cache prefill decode autoregressive logits softmax temperatur
 context-window rope rmsnorm gqa feed-forward flops bandwidth hbm sram roofline
 arithmetic-intensity memory-bound compute-in-memory pca cosine-similarity pyodide
 mha mqa sliding-window rolling-buffer quantization quant-group scale zero-point effective-bits
-outlier rotation batching paging block-table prefix-sharing copy-on-write preemption""".split()
+outlier rotation batching paging block-table prefix-sharing copy-on-write preemption
+speculative-decoding draft-model acceptance flash-decoding lse-merge""".split()
 
 LINK = re.compile(r"\]\((?:\.\./)*glossary\.md(?:#([^)\s]*))?\)")
 
