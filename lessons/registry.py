@@ -26,7 +26,7 @@ LESSONS = {
     "shrink_cache": "shrink_cache",
     "kv_quant": "kv_quant",
     "paging": "paging",
-    "speculative": "speculative",
+    "draft_verify": "draft_verify",
     "flash_decoding": "flash_decoding",
     "bench_browser": "bench_browser",
     "bench_results": "bench_page",

@@ -1,4 +1,4 @@
-"""speculative: the rounds are the engine's, the text is greedy's, the cache chart shows the
+"""draft_verify: the rounds are the engine's, the text is greedy's, the cache chart shows the
 rollbacks, and the time estimate follows the engine's cost model."""
 import pytest
 
@@ -10,15 +10,15 @@ from lesson_checks import check_both_languages, check_describe, check_output, co
 
 
 def test_defaults_both_languages(course):
-    check_describe("speculative")
-    check_both_languages("speculative", {"prompt": "The cat sat"})
+    check_describe("draft_verify")
+    check_both_languages("draft_verify", {"prompt": "The cat sat"})
 
 
 @pytest.mark.parametrize("drafter", ["layers1", "layers2", "ngram"])
 @pytest.mark.parametrize("prompt", ["The teacher wants to", "我們今天", "The cat sat"])
 def test_text_equals_greedy_and_rounds_add_up(course, drafter, prompt):
     model, tok = course
-    out = check_output(registry.run("speculative", {"prompt": prompt, "drafter": drafter, "k": 3, "tokens": 20}, "en"))
+    out = check_output(registry.run("draft_verify", {"prompt": prompt, "drafter": drafter, "k": 3, "tokens": 20}, "en"))
     ids = tok.encode(prompt)
     greedy = tok.decode(greedy_ids(model, ids, 20, eos_id=tok.eos_id)[len(ids):])
     assert out["notes"][0] == f"Generated: “{greedy}”: the same text as plain greedy decoding, token for token."
@@ -40,11 +40,12 @@ def test_text_equals_greedy_and_rounds_add_up(course, drafter, prompt):
 
 
 def test_the_cache_chart_steps_up_and_back(course):
-    out = registry.run("speculative", {"drafter": "layers1", "k": 6}, "en")
+    out = registry.run("draft_verify", {"drafter": "layers1", "k": 6}, "en")
     fig = out["figures"][1]["figure"]
     line, cuts = fig["data"]
-    assert line["line"]["shape"] == "hv"
     ys = line["y"]
+    xs = line["x"]
+    assert all(a <= b for a, b in zip(xs, xs[1:]))  # a step chart: x never goes back
     drops = [(a, b) for a, b in zip(ys, ys[1:]) if b < a]
     assert drops and len(drops) == len(cuts["y"])  # every drop is marked as a truncation
     assert [b for _a, b in drops] == cuts["y"]
@@ -53,7 +54,7 @@ def test_the_cache_chart_steps_up_and_back(course):
 def test_tokens_per_pass_and_time_follow_the_engine(course):
     model, tok = course
     values = {"prompt": "我們今天", "drafter": "ngram", "k": 4, "tokens": 30}
-    out = registry.run("speculative", values, "en")
+    out = registry.run("draft_verify", values, "en")
     run = speculative_generate(model, tok.encode("我們今天"), 30, NgramDrafter(3), 4, eos_id=tok.eos_id)
     time = records(out["figures"][2]["table"])
     assert number(time[1]["passes of the model"]) == len(run.rounds)
@@ -67,7 +68,7 @@ def test_tokens_per_pass_and_time_follow_the_engine(course):
 
 
 def test_a_layer_draft_costs_time_of_its_own(course):
-    out = registry.run("speculative", {"drafter": "layers2"}, "en")
+    out = registry.run("draft_verify", {"drafter": "layers2"}, "en")
     assert out["figures"][2]["figure"]["data"][1]["y"][1] > 0
     assert "draft model's passes" in out["notes"][2]
 
@@ -77,6 +78,6 @@ def test_a_layer_draft_costs_time_of_its_own(course):
 @pytest.mark.parametrize("lang", ["en", "zh-TW"])
 def test_errors_in_both_languages(course, values, lang):
     with pytest.raises(LessonInputError) as e:
-        registry.run("speculative", values, lang)
+        registry.run("draft_verify", values, lang)
     msg = e.value.message(lang)
     assert msg and (any("\u4e00" <= ch <= "\u9fff" for ch in msg) == (lang == "zh-TW"))

@@ -21,16 +21,16 @@ TITLE = {"en": "Speculative decoding: draft, verify, roll back", "zh-TW": "推�
 
 DEVICE = "h200_sxm"  # the device of the time estimate (lessons/devices.py: published peaks)
 DRAFTERS = {
-    "layers1": {"en": "Draft model: the model's first layer", "zh-TW": "草稿模型：模型的第一層"},
-    "layers2": {"en": "Draft model: the model's first 2 layers", "zh-TW": "草稿模型：模型的前 2 層"},
-    "ngram": {"en": "n-gram lookup in the text so far", "zh-TW": "在目前的文字裡找 n-gram"},
+    "layers1": {"en": "The model's first layer", "zh-TW": "模型的第一層"},
+    "layers2": {"en": "The model's first 2 layers", "zh-TW": "模型的前 2 層"},
+    "ngram": {"en": "n-gram lookup in the text", "zh-TW": "在文字裡搜尋 n-gram"},
 }
 
 CONTROLS = (
     prompt_control({"en": "In the morning, the cat", "zh-TW": "我們今天"}),
-    select("drafter", {"en": "Drafter", "zh-TW": "猜詞的方法"}, "layers1", list(DRAFTERS.items()),
-           help={"en": "Who guesses: a cut-down copy of the model, or a lookup of what followed the same words earlier.",
-                 "zh-TW": "由誰來猜：模型縮短後的版本，或是在前文找同樣的字，看它後面接了什麼。"}),
+    select("drafter", {"en": "Draft", "zh-TW": "草稿"}, "layers1", list(DRAFTERS.items()),
+           help={"en": "Who guesses: a draft model made of the model's first layers, or a lookup of what followed the same words earlier.",
+                 "zh-TW": "由誰來猜：用模型前幾層做成的草稿模型，或是在前文找同樣的字，看它後面接了什麼。"}),
     slider("k", {"en": "Draft length K (tokens per guess)", "zh-TW": "草稿長度 K（每次猜幾個詞元）"}, 4, 1, 8, 1),
     slider("tokens", {"en": "New tokens", "zh-TW": "新詞元數"}, 24, 2, 48, 1),
 )
@@ -75,6 +75,7 @@ def _figure_rounds(tok, run, lang) -> dict:
     title = t({"en": "Each pass of the model: guesses kept, its own token, guesses thrown away",
                "zh-TW": "模型每次驗證：留下的猜測、它自己的詞元、丟掉的猜測"}, lang)
     lay = layout(t(L.TOKENS, lang), "", barmode="stack", yaxis={"autorange": "reversed", "type": "category"},
+                 legend={"traceorder": "normal"},
                  height=max(260, 60 + 24 * len(rounds)))
     own = {"en": "model's own token", "zh-TW": "模型自己的詞元"}
     cols = [t(ROUND, lang), t({"en": "guesses", "zh-TW": "猜測"}, lang), t(STATUS["accepted"][0], lang),
@@ -88,12 +89,14 @@ def _figure_rounds(tok, run, lang) -> dict:
 
 def _figure_cache(run, lang) -> dict:
     """Cache length after each pass (up) and after each rollback (down): a step chart."""
+    # explicit corners (a vertical segment at every x where the length changes): up by the
+    # pass halfway to the pass's tick, back down at the tick itself
     x, y = [0.0], [run.rounds[0].cache_before] if run.rounds else [len(run.prompt)]
     for i, r in enumerate(run.rounds, start=1):
-        x += [i - 0.5, float(i)]
-        y += [r.cache_peak, r.cache_after]
+        x += [i - 0.5, i - 0.5, float(i), float(i)]
+        y += [r.cache_before, r.cache_peak, r.cache_peak, r.cache_after]
     cut = [(i, r.cache_after) for i, r in enumerate(run.rounds, start=1) if r.rolled_back]
-    data = [{"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": COLORS["blue"]},
+    data = [{"type": "scatter", "mode": "lines", "line": {"color": COLORS["blue"]},
              "name": t(L.KV_CACHE, lang), "x": floats(x), "y": y, "hovertemplate": "%{y}<extra></extra>"},
             {"type": "scatter", "mode": "markers", "name": t({"en": "rolled back (truncate)", "zh-TW": "退回（截斷）"}, lang),
              "x": [c[0] for c in cut], "y": [c[1] for c in cut], "marker": {"color": COLORS["vermillion"], "size": 9},
