@@ -134,7 +134,7 @@ def _figure_time(run, est, lang) -> dict:
     device = DEVICES[DEVICE]
     title = t({"en": f"Estimated time on an {t(device.name, 'en')} (roofline, engine.costs)",
                "zh-TW": f"在 {t(device.name, 'zh-TW')} 上的估計時間（Roofline 模型、engine.costs）"}, lang)
-    lay = layout("", t({"en": "microseconds", "zh-TW": "微秒"}, lang), barmode="stack")
+    lay = layout("", t({"en": "microseconds", "zh-TW": "微秒"}, lang), barmode="stack", legend={"traceorder": "normal"})
     n_greedy = len(run.generated) - 1
     cols = [t({"en": "decoding", "zh-TW": "解碼方式"}, lang), t({"en": "passes of the model", "zh-TW": "模型執行次數"}, lang),
             t({"en": "tokens per pass", "zh-TW": "每次產生的詞元數"}, lang), t({"en": "time", "zh-TW": "時間"}, lang)]
