@@ -144,6 +144,20 @@ def test_paged_rollback_gives_blocks_back(course):
     assert max(peaks) >= 2  # at least one rollback crossed a block boundary's worth of slots
 
 
+def test_caches_that_cannot_rewind_say_so(course):
+    """A per-token quantized cache rewinds; KIVI's grouped keys refuse, clearly, mid-run."""
+    from engine import QuantKVCache
+
+    model, tok = course
+    ids = tok.encode("Once upon a time")
+    run = speculative_generate(model, ids, 30, LayerDrafter(model, 1), 4,
+                               cache=QuantKVCache(model.config, "per_token", 4, residual=4))
+    assert any(r.rolled_back for r in run.rounds)
+    with pytest.raises(ValueError, match="cannot rewind this kivi cache"):
+        speculative_generate(model, ids, 30, LayerDrafter(model, 1), 4,
+                             cache=QuantKVCache(model.config, "kivi", 4, residual=4))
+
+
 def test_the_draft_cache_rolls_back_too(course):
     model, tok = course
     drafter = LayerDrafter(model, 2)
