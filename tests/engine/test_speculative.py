@@ -8,7 +8,6 @@ from engine import costs
 from engine.speculative import (LayerDrafter, NgramDrafter, estimate_time, greedy_ids, pass_bytes,
                                 pass_flops, roofline_seconds, speculative_generate, truncated_model)
 
-from conftest import small_config
 
 KS = (0, 1, 2, 3, 5, 8)
 
@@ -53,8 +52,8 @@ def test_greedy_reference_is_the_generator_at_temperature_zero(course):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_random_model_output_equals_greedy(seed):
-    cfg = small_config(n_layers=3, max_seq_len=64)
+def test_random_model_output_equals_greedy(seed, make_config):
+    cfg = make_config(n_layers=3, max_seq_len=64)
     model = Transformer.random(cfg, seed=seed)
     rng = np.random.default_rng(seed)
     ids = [int(t) for t in rng.integers(0, 256, size=int(rng.integers(1, 12)))]
