@@ -241,6 +241,37 @@ def _keep_facts() -> dict[str, str]:
     return out
 
 
+# Plate 9: a verification pass over SPEC_TOKENS tokens (the demo's default K = 4, plus the
+# pending token) against a single decode step, at SPEC_CONTEXT tokens of context.
+SPEC_TOKENS = 5
+SPEC_CONTEXT = 2048
+SPEC_COURSE_CONTEXT = 32  # the course model's demos run short texts
+
+
+def _speculative_facts() -> dict[str, str]:
+    """What a pass over several tokens costs next to one step (engine.speculative's counts)."""
+    from engine.speculative import pass_bytes, pass_flops, truncated_model
+
+    model = load_course_model()[0]
+    course, llama = model.config, config_from_shape("Llama 3 8B")
+    draft = truncated_model(model, 1).config
+
+    def extra(cfg, ctx):  # extra bytes of the longer pass, as a share of one step
+        return fmt_percent(pass_bytes(cfg, ctx, SPEC_TOKENS) / pass_bytes(cfg, ctx, 1) - 1)
+
+    return {
+        "spec.tokens": fmt_int(SPEC_TOKENS),
+        "spec.context": fmt_int(SPEC_CONTEXT),
+        "spec.llama3_8b.pass_extra_bytes": extra(llama, SPEC_CONTEXT),
+        "spec.llama3_8b.pass_flops_ratio": fmt_num(pass_flops(llama, SPEC_CONTEXT, SPEC_TOKENS)
+                                                   / pass_flops(llama, SPEC_CONTEXT, 1)),
+        "spec.course.pass_extra_bytes": extra(course, SPEC_COURSE_CONTEXT),
+        "spec.course.draft1_share": fmt_percent(pass_bytes(draft, SPEC_COURSE_CONTEXT, 1)
+                                                / pass_bytes(course, SPEC_COURSE_CONTEXT, 1)),
+        "spec.course.context": fmt_int(SPEC_COURSE_CONTEXT),
+    }
+
+
 @functools.lru_cache(maxsize=None)
 def _facts(lang: str) -> tuple[tuple[str, str], ...]:
     out = _course_facts()
@@ -252,6 +283,7 @@ def _facts(lang: str) -> tuple[tuple[str, str], ...]:
     out.update(_scheduler_facts())
     out.update(_latent_facts())
     out.update(_keep_facts())
+    out.update(_speculative_facts())
     # Every value is numbers and unit symbols (B, KiB, MiB, GiB), the same in both languages.
     return tuple(sorted(out.items()))
 

@@ -64,6 +64,7 @@ INTENSITY = _term("arithmetic-intensity")  # arithmetic intensity / 運算強度
 EMBEDDING = _term("embedding")          # embedding / 嵌入向量
 TTFT = _term("ttft")                    # time to first token (TTFT) / 首詞元延遲
 TPOT = _term("tpot")                    # time per output token (TPOT) / 每詞元輸出時間
+SPECULATIVE = _term("speculative-decoding")  # speculative decoding / 推測解碼
 
 # --------------------------------------------------------------------------- controls
 

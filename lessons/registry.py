@@ -28,6 +28,8 @@ LESSONS = {
     "keep_positions": "keep_positions",
     "paging": "paging",
     "batching": "batching",
+    "draft_verify": "draft_verify",
+    "flash_decoding": "flash_decoding",
     "bench_browser": "bench_browser",
     "bench_results": "bench_page",
 }

@@ -175,7 +175,7 @@ TERMS: tuple[Term, ...] = (
          "實際在用的大型模型, 業界常用的函式庫.",
          avoid_zh=(r"正式上線", r"正式版", r"正式的函式庫", r"正式模型")),
     Term("plate", "plate", "張", "第 N 張",
-         "The course is a set of plates, counted 第 1 張 … 第 8 張.",
+         "The course is a set of plates, counted 第 1 張 … 第 9 張.",
          avoid_en=(r"\bpanels?\b",),
          avoid_zh=(r"小圖", r"小教室圖", r"課程圖卡", r"\d\s*幅", r"這幅", r"前面幾幅")),
     Term("demo", "live demo", "即時示範", "即時示範",
@@ -312,6 +312,27 @@ TERMS: tuple[Term, ...] = (
          "blocks on the same plate; 分段 keeps the two ideas apart.",
          avoid_en=(r"\bchunked pre-fill\b",),
          avoid_zh=(r"分塊預填", r"切塊預填", r"分片預填")),
+    # ------------------------------------------------------------------ decoding faster (plate 9)
+    Term("speculative-decoding", "speculative decoding", "推測解碼", "推測解碼（speculative decoding）",
+         "推測 says what the draft does: it guesses ahead and the model checks. 投機 (the mainland "
+         "rendering) reads as opportunism or speculation on a market in Taiwan.",
+         avoid_zh=(r"投機(?:解碼|取樣|採樣)", r"推測性解碼", r"猜測解碼")),
+    Term("draft-model", "draft model", "草稿模型", "草稿模型（draft model）",
+         "The small model that writes the guesses, as a draft (草稿) the model then checks; the "
+         "checking model stays 模型 (目標模型 in some papers' translations).",
+         avoid_zh=(r"草擬模型", r"起草模型", r"小模型草稿")),
+    Term("acceptance", "acceptance", "接受", "接受（acceptance）",
+         "A guess the model would have written itself is accepted (被接受); the first one it "
+         "would not is rejected (被拒絕). 採納 and 接納 are other words for the same test.",
+         avoid_zh=(r"接納率", r"採納率")),
+    Term("flash-decoding", "Flash-Decoding", "Flash-Decoding", "Flash-Decoding（切分序列的解碼注意力）",
+         "Kept as the authors' proper name, like FlashAttention; the gloss says what it splits.",
+         avoid_en=(r"\bFlashDecoding\b", r"\bflash decoding\b"),
+         avoid_zh=(r"快閃解碼", r"閃電解碼")),
+    Term("lse-merge", "log-sum-exp merge", "log-sum-exp 合併", "log-sum-exp 合併（log-sum-exp merge）",
+         "The formula's name stays in English (it names the maths: log of a sum of exponentials); "
+         "合併 is what is done with the chunks.",
+         avoid_zh=(r"對數和指數合併", r"LSE 融合")),
 )
 
 _BY_CONCEPT = {t.concept: t for t in TERMS}

@@ -20,6 +20,7 @@ PAGES = (
     "plates/06-data-movement",
     "plates/07-shrinking-the-cache",
     "plates/08-serving-the-cache",
+    "plates/09-decoding-faster",
     "glossary",
     "benchmarks",
     "references",

@@ -18,7 +18,8 @@ context-window rope rmsnorm gqa feed-forward flops bandwidth hbm sram roofline
 arithmetic-intensity memory-bound compute-in-memory pca cosine-similarity pyodide
 mha mqa sliding-window rolling-buffer quantization quant-group scale zero-point effective-bits
 outlier rotation batching paging block-table prefix-sharing copy-on-write preemption
-mla cross-layer attention-sink heavy-hitter eviction""".split()
+mla cross-layer attention-sink heavy-hitter eviction
+speculative-decoding draft-model acceptance flash-decoding lse-merge""".split()
 
 LINK = re.compile(r"\]\((?:\.\./)*glossary\.md(?:#([^)\s]*))?\)")
 
