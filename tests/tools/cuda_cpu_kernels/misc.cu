@@ -1,5 +1,6 @@
 // Smaller pieces a decode kernel leans on, each checked against NumPy by test_cuda_cpu.py.
 #include <cuda_fp16.h>
+#include <math_constants.h>
 
 // fp32 -> fp16 -> fp32 with __float2half (round to nearest even) and half2 arithmetic.
 extern "C" __global__ void half_round(const float* __restrict__ x, __half* __restrict__ h, float* __restrict__ back,
@@ -46,7 +47,7 @@ extern "C" __global__ void softmax_f4(const float4* __restrict__ x, float4* __re
     __shared__ float red[32];
     __shared__ float bcast;
     const float4* row = x + (size_t)blockIdx.x * n4;
-    float m = -INFINITY;
+    float m = -CUDART_INF_F;
     for (int i = threadIdx.x; i < n4; i += blockDim.x) {
         const float4 v = row[i];
         m = fmaxf(fmaxf(m, fmaxf(v.x, v.y)), fmaxf(v.z, v.w));

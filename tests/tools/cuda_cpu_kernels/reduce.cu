@@ -1,6 +1,7 @@
 // Row sums, two ways: warp shuffles + a static __shared__ array of per-warp partials, and a
 // tree reduction over a dynamic (extern __shared__) array. One block per row of x [rows, n].
 #include <cuda_fp16.h>
+#include <math_constants.h>
 
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -46,7 +47,7 @@ extern "C" __global__ void row_sum_tree(const float* __restrict__ x, float* __re
 extern "C" __global__ void row_argmax_warp(const float* __restrict__ x, int* __restrict__ out, int n)
 {
     const float* row = x + (size_t)blockIdx.x * n;
-    float best = -INFINITY;
+    float best = -CUDART_INF_F;
     for (int i = threadIdx.x; i < n; i += warpSize) best = fmaxf(best, row[i]);
     for (int o = 16; o > 0; o >>= 1) best = fmaxf(best, __shfl_down_sync(0xffffffffu, best, o));
     best = __shfl_sync(0xffffffffu, best, 0);

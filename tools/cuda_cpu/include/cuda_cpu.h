@@ -17,6 +17,14 @@
 
 #define __KV_CUDA_CPU__ 1
 
+// NVRTC has no <math.h>, so INFINITY and NAN are undefined there: a kernel that used them would
+// compile here and fail on the GPU. Remove them; kernels write CUDART_INF_F / CUDART_NAN_F from
+// <math_constants.h> (the CUDA toolkit's header, mirrored in this folder) or __int_as_float(..).
+#undef INFINITY
+#undef NAN
+#undef HUGE_VAL
+#undef HUGE_VALF
+
 // ------------------------------------------------------------------ qualifiers
 #define __global__
 #define __device__

@@ -393,10 +393,13 @@ inline bool run_block(int order, std::vector<unsigned>& perm) {
             to_fiber(F);
             ran = true;
             if (!g.err.empty()) return false;
-            if (F.st == WARP || F.st == DONE) {          // maybe the last lane a collective waited for
+            if (F.st == WARP) {                           // maybe the last lane its collective waited for
+                try_release(F.lin);
+                if (!g.err.empty()) return false;
+            } else if (F.st == DONE) {                    // an exit can complete a collective too
                 unsigned base = F.lin / 32 * 32;
                 for (unsigned j = base; j < std::min(n, base + 32); ++j)
-                    if (g.f[j].st == WARP && try_release(j)) break;
+                    if (g.f[j].st == WARP) { try_release(j); break; }
                 if (!g.err.empty()) return false;
             }
         }
