@@ -90,9 +90,9 @@ def _include_text(src: str, dirs: list[str], seen: set[str]) -> str:
 def glue(kernels: dict[str, srcmod.Kernel]) -> str:
     """C++ appended after the kernel source: launchers, parameter types, launch bounds."""
     names = list(kernels)
-    bodies = '\n'.join(f'static void kc_body_{i}(void** a) {{ ::kc_glue::call(&{n}, a); }}' for i, n in enumerate(names))
+    bodies = '\n'.join(f'static void kc_body_{i}(void** a) {{ ::kc_glue::call(&::{n}, a); }}' for i, n in enumerate(names))
     table = ', '.join(f'&kc_body_{i}' for i in range(len(names))) or 'nullptr'
-    sigs = ', '.join(f'::kc_glue::sig(&{n})' for n in names) or '""'
+    sigs = ', '.join(f'::kc_glue::sig(&::{n})' for n in names) or '""'
     lbs = ', '.join(f'(int)({k.launch_bounds.split(",")[0]})' if k.launch_bounds else '0' for k in kernels.values()) or '0'
     return f'''
 #line 1 "cuda_cpu_glue"

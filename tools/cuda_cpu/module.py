@@ -175,7 +175,7 @@ class Function:
             hint = ' (CuPy would pass a Python int as int64 and a float as double)' \
                 if isinstance(a, (int, float, bool)) else ''
             raise self._arg_error(i, f'needs np.{np.dtype(want).name}, got {got}{hint}')
-        return np.ctypeslib.as_ctypes_type(np.dtype(want))(a.item())
+        return (ctypes.c_char * a.dtype.itemsize).from_buffer_copy(a.tobytes())    # the value's bytes, as CuPy packs them
 
     def _array(self, i: int, code: str, a) -> None:
         if not isinstance(a, np.ndarray):
@@ -232,7 +232,10 @@ class Function:
                 i, off = bad
                 raise CudaCpuError(f'kernel {self.name!r}: out-of-bounds write to {self._param(i)}: '
                                    f'byte {off} of a {args[i].nbytes}-byte array was changed')
-            bufs.copy_back()
+            changed = bufs.copy_back()
+            if changed is not None:
+                raise CudaCpuError(f'kernel {self.name!r} wrote into {self._param(changed)}, whose NumPy array '
+                                   'is read-only (flags.writeable is False)')
 
 
 class _Buffers:
@@ -281,12 +284,19 @@ class _Buffers:
         return None
 
     def copy_back(self):
+        """Copy results into the arrays; None, or the index of a read-only array the kernel changed."""
         for g in self.groups:
-            n = g['end'] - g['start']
-            if n and not g['readonly']:
-                for start, end, _i, a, _c in g['members']:
-                    if a.flags.writeable and end > start:
-                        ctypes.memmove(start, g['ptr'] + (start - g['start']), end - start)
+            if g['readonly']:
+                continue
+            for start, end, i, a, _c in g['members']:
+                if end <= start:
+                    continue
+                src = g['ptr'] + (start - g['start'])
+                if a.flags.writeable:
+                    ctypes.memmove(start, src, end - start)
+                elif ctypes.string_at(src, end - start) != ctypes.string_at(start, end - start):
+                    return i
+        return None
 
     def explain_fault(self, fn: Function) -> str:
         addr, sig, write = ctypes.c_uint64(), ctypes.c_int(), ctypes.c_int()
