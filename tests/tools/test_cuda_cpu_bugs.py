@@ -14,6 +14,7 @@ pytestmark = pytest.mark.skipif(shutil.which('g++') is None, reason='tools.cuda_
 from tools.cuda_cpu import ORDERS, CompileError, CudaCpuError, RawModule  # noqa: E402
 
 BUGS = Path(__file__).parent / 'cuda_cpu_kernels' / 'bugs.cu'
+PLUMBING = BUGS.parent / 'plumbing.cu'
 X = np.arange(1, 1001, dtype=np.float32)       # sum 500500, exact in float32
 
 
@@ -83,11 +84,10 @@ def test_a_spinning_thread_hits_the_cpu_time_limit_instead_of_hanging():
 
 
 def test_a_kernel_writing_into_a_read_only_array_is_reported():
-    src = 'extern "C" __global__ void fill(float* y) { y[threadIdx.x] = 1.f; }'
     y = np.zeros(4, np.float32)
     y.flags.writeable = False
     with pytest.raises(CudaCpuError, match=r'wrote into parameter 0 `float\* y`, whose NumPy array is read-only'):
-        RawModule(code=src).get_function('fill')((1,), (4,), (y,))
+        RawModule(path=PLUMBING).get_function('fill')((1,), (4,), (y,))
 
 
 # ------------------------------------------------------------------ argument checks at the call
@@ -110,18 +110,8 @@ def test_wrong_argument_types_are_type_errors_naming_kernel_and_parameter(args, 
     assert "'sum_ok'" in str(e.value)
 
 
-SCALARS = r'''
-#include <cuda_fp16.h>
-extern "C" __global__ void scalars(float* out, unsigned a, long long b, double c, __half d, size_t e, bool f)
-{
-    out[0] = (float)a; out[1] = (float)b; out[2] = (float)c; out[3] = __half2float(d); out[4] = (float)e;
-    out[5] = f ? 1.f : 0.f;
-}
-'''
-
-
 def test_each_scalar_type_takes_its_own_numpy_scalar():
-    f = RawModule(code=SCALARS).get_function('scalars')
+    f = RawModule(path=PLUMBING).get_function('scalars')
     out = np.zeros(6, np.float32)
     f((1,), (1,), (out, np.uint32(7), np.int64(-3), np.float64(2.5), np.float16(0.5), np.uint64(9), np.bool_(True)))
     np.testing.assert_array_equal(out, [7, -3, 2.5, 0.5, 9, 1])
@@ -154,9 +144,8 @@ def test_lookup_and_build_errors_are_clear():
     mod = RawModule(path=BUGS)
     with pytest.raises(AttributeError, match=r"no kernel named 'nope' in bugs\.cu; kernels: sum_ok, "):
         mod.get_function('nope')
-    hidden = RawModule(code='__global__ void k(float* x) { x[0] = 1.f; }')
     with pytest.raises(AttributeError, match=r'not extern "C"'):
-        hidden.get_function('k')
+        RawModule(path=PLUMBING).get_function('not_exported')
     with pytest.raises(CompileError, match=r"broken\.cu:2.*undeclared"):
         RawModule(code='extern "C" __global__ void k(float* x)\n{ x[0] = undeclared; }',
                   source_name='broken.cu').compile()
@@ -171,8 +160,7 @@ def test_infinity_is_undefined_as_under_nvrtc():
     with pytest.raises(CompileError, match='INFINITY'):
         RawModule(code='extern "C" __global__ void k(float* x) { x[0] = INFINITY; }').compile()
     y = np.zeros(1, np.float32)
-    RawModule(code='#include <math_constants.h>\nextern "C" __global__ void k(float* x) { x[0] = -CUDART_INF_F; }'
-              ).get_function('k')((1,), (1,), (y,))
+    RawModule(path=PLUMBING).get_function('minus_infinity')((1,), (1,), (y,))
     assert y[0] == -np.inf
 
 
@@ -181,7 +169,8 @@ def test_a_full_mask_shuffle_in_a_partial_warp_reads_poison():
     undefined value on a GPU; here they read NaN, and the sum says so."""
     x = np.ones((1, 96), np.float32)
     out = np.zeros(1, np.float32)
-    mod = RawModule(path=Path(__file__).parent / 'cuda_cpu_kernels' / 'reduce.cu')
+    reduce = BUGS.parent / 'reduce.cu'
+    mod = RawModule(code=reduce.read_text(), source_name=reduce.name)     # as test_cuda_cpu builds it: one library
     mod.get_function('row_sum_shfl')((1,), (48,), (x, out, np.int32(96)))
     assert np.isnan(out[0])
     mod.get_function('row_sum_shfl')((1,), (64,), (x, out, np.int32(96)))
