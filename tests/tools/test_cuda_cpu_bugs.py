@@ -175,3 +175,11 @@ def test_a_full_mask_shuffle_in_a_partial_warp_reads_poison():
     assert np.isnan(out[0])
     mod.get_function('row_sum_shfl')((1,), (64,), (x, out, np.int32(96)))
     assert out[0] == 96
+
+
+def test_a_local_array_too_large_for_the_stack_is_reported():
+    y = np.zeros(4, np.float32)
+    with pytest.raises(CudaCpuError, match='stack overflow of a CUDA thread'):
+        RawModule(path=PLUMBING).get_function('big_local')((1,), (4,), (y, np.int32(65536)))
+    RawModule(path=PLUMBING, stack_kb=512).get_function('big_local')((1,), (4,), (y, np.int32(65536)))
+    assert (y == 65535).all()

@@ -23,7 +23,10 @@ from pathlib import Path
 from . import source as srcmod
 
 INCLUDE = Path(__file__).resolve().parent / 'include'
+# -fstack-clash-protection: a large local array probes every page, so it meets the fiber stack's
+# guard page instead of silently landing in the next thread's stack.
 CXX_FLAGS = ('-std=c++17', '-O2', '-g0', '-fPIC', '-shared', '-fno-strict-aliasing', '-fvisibility=hidden',
+             '-fstack-clash-protection',
              '-Wno-unknown-pragmas', '-Wno-unused-result', '-Wno-attributes')
 
 # NVRTC options that say nothing to the CPU build (code generation, debug info, ptxas).

@@ -23,3 +23,11 @@ extern "C" __global__ void minus_infinity(float* y) { y[0] = -CUDART_INF_F; }
 
 // Not extern "C": its name is mangled, so get_function('not_exported') fails (on a GPU too).
 __global__ void not_exported(float* y) { y[0] = 1.f; }
+
+// A per-thread array of 256 KiB: more than a fiber's default stack (a GPU puts it in local memory).
+extern "C" __global__ void big_local(float* y, int n)
+{
+    float big[65536];
+    for (int i = 0; i < n; ++i) big[i] = (float)i;
+    y[threadIdx.x] = big[n - 1];
+}

@@ -134,6 +134,7 @@ struct Global {
     // fault reporting (set in the signal handler)
     sigjmp_buf jb;
     volatile sig_atomic_t in_launch = 0;
+    pthread_t launcher{};          // the OS thread running the launch (signals for others are passed on)
     volatile uintptr_t fault_addr = 0;
     volatile int fault_sig = 0, fault_write = -1, fault_in_fiber = 0;
     uint3 fault_tid{0, 0, 0}, fault_bid{0, 0, 0};
@@ -425,7 +426,14 @@ inline char* alt_stack() { static char s[1 << 16]; return s; }
 
 inline void on_signal(int sig, siginfo_t* si, void* uc) {
     Global& g = G();
-    if (!g.in_launch) { signal(sig, SIG_DFL); return; }
+    if (!g.in_launch || !pthread_equal(pthread_self(), g.launcher)) {
+        if (sig == SIGVTALRM) {                       // the process-wide CPU timer hit another thread
+            if (g.in_launch) pthread_kill(g.launcher, sig);
+            return;
+        }
+        signal(sig, SIG_DFL);                         // not ours: the fault repeats and ends the process
+        return;
+    }
     g.fault_sig = sig;
     g.fault_addr = reinterpret_cast<uintptr_t>(si->si_addr);
 #if defined(__x86_64__) && defined(REG_ERR)
@@ -562,6 +570,7 @@ inline int launch(void (*body)(void**), void** args, const unsigned* grid, const
     SavedSignals saved;
     install_signals(saved, cpu_limit_s);
     int rc = 0;
+    g.launcher = pthread_self();
     g.in_launch = 1;
     if (sigsetjmp(g.jb, 1) == 0) {
         for (unsigned long long b : blocks) {
