@@ -483,21 +483,49 @@ inline void restore_signals(SavedSignals& s) {
 // launch, reads give NaN. With at_start the copy starts at the lower guard page instead, so an
 // index below zero faults (the reverse order uses that placement; the others the upper one).
 struct Buf { char* map; size_t map_len; char* data; size_t data_len; char* p; size_t len; };
+
+// Mappings come back to a small pool and are reused for the next request of the same size:
+// a launch maps a buffer per array argument, and mmap + page faults per launch cost more than
+// the kernel for small arrays.
+struct Pool { std::vector<std::pair<char*, size_t>> free; size_t bytes = 0; };
+inline Pool& pool() { static Pool p; return p; }
+inline char* map_get(size_t map_len) {
+    Pool& P = pool();
+    for (size_t i = 0; i < P.free.size(); ++i)
+        if (P.free[i].second == map_len) {
+            char* m = P.free[i].first;
+            P.free[i] = P.free.back(); P.free.pop_back(); P.bytes -= map_len;
+            return m;
+        }
+    void* m = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    char* c = static_cast<char*>(m);
+    mprotect(c, page(), PROT_NONE);
+    mprotect(c + map_len - page(), page(), PROT_NONE);
+    return c;
+}
+inline void map_put(char* map, size_t map_len) {
+    Pool& P = pool();
+    mprotect(map + page(), map_len - 2 * page(), PROT_READ | PROT_WRITE);     // undo a read-only protect
+    if (P.free.size() >= 256 || P.bytes + map_len > (size_t(512) << 20)) { munmap(map, map_len); return; }
+    P.free.emplace_back(map, map_len); P.bytes += map_len;
+}
+
+// The caller fills [p, p + len); the slack around it is set to 0xFF here.
 inline bool buf_alloc(Buf& b, size_t len, size_t mis, bool at_start = false) {
     size_t ps = page(), data_len = (len + mis + 32 + ps - 1) / ps * ps;
     size_t map_len = data_len + 2 * ps;
-    void* m = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return false;
-    b.map = static_cast<char*>(m); b.map_len = map_len;
+    char* m = map_get(map_len);
+    if (!m) return false;
+    b.map = m; b.map_len = map_len;
     b.data = b.map + ps; b.data_len = data_len;
-    mprotect(b.map, ps, PROT_NONE);
-    mprotect(b.data + data_len, ps, PROT_NONE);
     uintptr_t end = reinterpret_cast<uintptr_t>(b.data + data_len);
     uintptr_t p = ((end - len - mis) & ~uintptr_t(15)) + mis;
     if (p + len > end) p -= 16;
     if (at_start) p = reinterpret_cast<uintptr_t>(b.data) + mis;   // reads before the start fault instead
     b.p = reinterpret_cast<char*>(p); b.len = len;
-    std::memset(b.data, 0xFF, data_len);
+    std::memset(b.data, 0xFF, b.p - b.data);
+    std::memset(b.p + len, 0xFF, b.data + data_len - (b.p + len));
     return true;
 }
 
@@ -536,7 +564,7 @@ __attribute__((visibility("default"))) int64_t kc_buf_check(const uint64_t* b) {
 __attribute__((visibility("default"))) int kc_buf_protect(const uint64_t* b, int writable) {
     return mprotect((void*)b[2], b[3], writable ? PROT_READ | PROT_WRITE : PROT_READ);
 }
-__attribute__((visibility("default"))) void kc_buf_free(const uint64_t* b) { munmap((void*)b[0], b[1]); }
+__attribute__((visibility("default"))) void kc_buf_free(const uint64_t* b) { kc::map_put((char*)b[0], b[1]); }
 
 }  // extern "C"
 
@@ -596,7 +624,7 @@ inline int launch(void (*body)(void**), void** args, const unsigned* grid, const
 #if defined(__x86_64__)
     _mm_setcsr(csr);
 #endif
-    munmap(dyn.map, dyn.map_len);
+    map_put(dyn.map, dyn.map_len);
     g.dyn = nullptr;
     if (rc == 2) {   // say where a fault in a stack's guard page came from
         uintptr_t a = g.fault_addr, lo = (uintptr_t)g.stacks, hi = lo + g.stack_stride * g.nstacks;
