@@ -229,3 +229,23 @@ def test_a_launch_of_64_blocks_of_256_threads_takes_milliseconds():
         tree((64,), (256,), (x, out, np.int32(256)), shared_mem=1024)
         best = min(best, time.perf_counter() - t)
     assert best < 0.25, f'two launches of 64 x 256 threads took {best * 1e3:.0f} ms'
+
+
+def test_included_headers_are_rewritten_and_part_of_the_cache_key(tmp_path, monkeypatch):
+    """A quoted #include found through -I is compiled with its `extern __shared__` rewritten,
+    and editing it rebuilds the library (it is part of the cache key)."""
+    monkeypatch.setenv('KV_CUDA_CPU_CACHE', str(tmp_path / 'cache'))
+    x = np.arange(16, dtype=F32).reshape(2, 8)
+    y = np.zeros_like(x)
+    src = (KERNELS / 'uses_header.cu').read_text()
+    RawModule(code=src, options=(f'-I{KERNELS}',)).get_function('block_totals')((2,), (8,), (x, y), shared_mem=32)
+    np.testing.assert_array_equal(y, np.repeat(x.sum(axis=1, keepdims=True), 8, axis=1))
+    inc = tmp_path / 'inc'
+    inc.mkdir()
+    header = (KERNELS / 'block_sum.cuh').read_text()
+    (inc / 'block_sum.cuh').write_text(header)
+    RawModule(code=src, options=(f'-I{inc}',)).get_function('block_totals')((2,), (8,), (x, y), shared_mem=32)
+    np.testing.assert_array_equal(y[:, 0], x.sum(axis=1))
+    (inc / 'block_sum.cuh').write_text(header.replace('return t;', 'return 2.f * t;'))
+    RawModule(code=src, options=(f'-I{inc}',)).get_function('block_totals')((2,), (8,), (x, y), shared_mem=32)
+    np.testing.assert_array_equal(y[:, 0], 2 * x.sum(axis=1))

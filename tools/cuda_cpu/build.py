@@ -76,18 +76,19 @@ def gxx_options(options) -> tuple[list[str], list[str]]:
     return [std] + out, incs
 
 
-def _include_text(src: str, dirs: list[str], seen: set[str]) -> str:
-    """Contents of the quoted includes a source reaches through `dirs` (cache key material)."""
-    parts = []
+def _local_includes(src: str, dirs: list[str], seen: dict[str, str]) -> dict[str, str]:
+    """{include name: file text} for the quoted includes a source reaches through `dirs`,
+    recursively (they go into the cache key, and are rewritten like the source itself)."""
     for name in srcmod.local_includes(src):
+        if name in seen or os.path.isabs(name) or '..' in Path(name).parts:
+            continue
         for d in dirs:
             p = os.path.join(d, name)
-            if os.path.isfile(p) and p not in seen:
-                seen.add(p)
-                text = Path(p).read_text(errors='replace')
-                parts.append(p + '\n' + text + _include_text(text, [os.path.dirname(p)] + dirs, seen))
+            if os.path.isfile(p):
+                seen[name] = Path(p).read_text(errors='replace')
+                _local_includes(seen[name], [os.path.dirname(p)] + dirs, seen)
                 break
-    return ''.join(parts)
+    return seen
 
 
 def glue(kernels: dict[str, srcmod.Kernel]) -> str:
@@ -130,7 +131,8 @@ def compile_library(code: str, options=(), source_name: str = 'kernel.cu', inclu
     cxx = os.environ.get('CXX', 'g++')
     cmd = [cxx, *CXX_FLAGS, *flags, f'-I{INCLUDE}', *(f'-I{d}' for d in incs), '-include', 'cuda_cpu.h']
     headers = ''.join(p.read_text() for p in sorted(INCLUDE.glob('*.h')))
-    key = hashlib.sha256('\0'.join([unit, ' '.join(cmd), headers, _include_text(code, incs, set()),
+    includes = _local_includes(code, incs, {})
+    key = hashlib.sha256('\0'.join([unit, ' '.join(cmd), headers, repr(sorted(includes.items())),
                                     _compiler_id(cxx)]).encode()).hexdigest()[:24]
     if key in _loaded:
         return _loaded[key], kernels
@@ -141,6 +143,10 @@ def compile_library(code: str, options=(), source_name: str = 'kernel.cu', inclu
         with tempfile.TemporaryDirectory(prefix='cuda_cpu-') as tmp:
             cpp = Path(tmp) / (Path(source_name).stem + '.cpp')
             cpp.write_text(unit)
+            for name, text in includes.items():     # found first (beside the unit), extern __shared__ rewritten
+                copy = Path(tmp) / name
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_text(f'#line 1 "{name}"\n{srcmod.rewrite_for_cpu(text)}')
             tmp_so = Path(tmp) / 'out.so'
             r = subprocess.run([*cmd, str(cpp), '-o', str(tmp_so)], capture_output=True, text=True)
             if r.returncode:
