@@ -155,10 +155,20 @@ def test_lookup_and_build_errors_are_clear():
         RawModule(code='', order='backwards')
 
 
-def test_infinity_is_undefined_as_under_nvrtc():
-    """NVRTC has no INFINITY; a kernel using it must fail here too, not only on the GPU."""
-    with pytest.raises(CompileError, match='INFINITY'):
-        RawModule(code='extern "C" __global__ void k(float* x) { x[0] = INFINITY; }').compile()
+@pytest.mark.parametrize('body,message', [
+    ('x[0] = INFINITY;', 'INFINITY'),
+    ('x[0] = NAN;', 'NAN'),
+    ('int64_t i = 1; x[0] = (float)i;', 'poisoned "int64_t"'),
+    ('x[0] = std::max(x[0], 1.f);', r'kernel\.cu:1: std::max: NVRTC has no C\+\+ standard library'),
+])
+def test_names_nvrtc_lacks_fail_here_too(body, message):
+    """NVRTC has no <math.h>, <stdint.h> or std::: a kernel using them must fail on the CPU as it
+    would for the GPU (checked with NVRTC 13.5), not pass here and break there."""
+    with pytest.raises(CompileError, match=message):
+        RawModule(code='extern "C" __global__ void k(float* x) { ' + body + ' }').compile()
+
+
+def test_cudart_inf_f_from_math_constants_is_the_way_to_write_infinity():
     y = np.zeros(1, np.float32)
     RawModule(path=PLUMBING).get_function('minus_infinity')((1,), (1,), (y,))
     assert y[0] == -np.inf

@@ -125,6 +125,11 @@ __attribute__((visibility("default"))) const char* kc_last_error() {{ return kc_
 def compile_library(code: str, options=(), source_name: str = 'kernel.cu', include_dirs=()) -> tuple[ctypes.CDLL, dict]:
     """(loaded library, kernels) for a CUDA C source; g++ runs only on a cache miss."""
     kernels = srcmod.kernels(code)
+    std = re.search(r'(?<![\w:])std\s*::\s*(\w+)', srcmod.strip_comments(code))
+    if std:
+        line = code[:std.start()].count('\n') + 1
+        raise CompileError(f'{source_name}:{line}: std::{std.group(1)}: NVRTC has no C++ standard library, so this '
+                           'would not compile for the GPU (use CUDA\'s min/max/fmaxf ..., CUDART_INF_F for infinity)')
     flags, incs = gxx_options(options)
     incs = [str(Path(d).resolve()) for d in list(include_dirs) + incs]
     unit = f'#line 1 "{source_name}"\n{srcmod.rewrite_for_cpu(code)}\n{glue(kernels)}'

@@ -263,3 +263,7 @@ inline unsigned short atomicCAS(unsigned short* p, unsigned short c, unsigned sh
 }
 
 #include "cuda_cpu_fp16.h"
+
+// NVRTC has no <stdint.h> either: fixed-width names used by a kernel would compile here and
+// fail on the GPU. (The loader refuses `std::` in kernel sources for the same reason.)
+#pragma GCC poison int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t
