@@ -7,6 +7,20 @@
 #pragma once
 #include <cstring>
 
+namespace kc {
+// fp16 -> fp32 for all 65536 bit patterns (exact), built once: a table read instead of a libgcc
+// call for every load of a half.
+struct HalfTable {
+    float v[65536];
+    HalfTable() {
+        for (unsigned i = 0; i < 65536; ++i) {
+            unsigned short u = (unsigned short)i; _Float16 h; std::memcpy(&h, &u, 2); v[i] = (float)h;
+        }
+    }
+};
+inline const HalfTable half_table;
+}  // namespace kc
+
 struct __half_raw { unsigned short x; };
 struct __half2_raw { unsigned short x, y; };
 
@@ -18,7 +32,7 @@ struct alignas(2) __half {
     static __half from_float(float f) {
         _Float16 h = (_Float16)f; __half r; std::memcpy(&r.__x, &h, 2); return r;
     }
-    float to_float() const { _Float16 h; std::memcpy(&h, &__x, 2); return (float)h; }
+    float to_float() const { return kc::half_table.v[__x]; }
 #if !defined(__CUDA_NO_HALF_CONVERSIONS__)
     __half(float f) : __x(from_float(f).__x) {}
     __half(double f) : __x(from_float((float)f).__x) {}   // CUDA rounds double -> half in one step; equal except at rare ties

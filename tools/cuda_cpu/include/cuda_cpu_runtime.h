@@ -139,6 +139,7 @@ struct Global {
     volatile int fault_sig = 0, fault_write = -1, fault_in_fiber = 0;
     uint3 fault_tid{0, 0, 0}, fault_bid{0, 0, 0};
     uint64_t rng = 0;
+    std::vector<unsigned> warp_waiting, warp_done;   // per warp: lanes at a collective, lanes exited
 };
 inline Global kc_global;   // one per module library; launches hold its lock
 inline Global& G() { return kc_global; }
@@ -242,6 +243,12 @@ inline std::string site(const Fiber& F) {
     return std::string(F.file ? F.file : "?") + ":" + std::to_string(F.line);
 }
 
+inline unsigned popcount32(unsigned x) {   // without -mpopcnt __builtin_popcount is a libgcc call
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    return (((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
+}
+
 // ------------------------------------------------------------------ warp collectives
 // Lanes of warp w (threads 32w .. 32w+31 of the block) that exist.
 inline unsigned lanes_of(unsigned w) {
@@ -309,7 +316,15 @@ inline bool try_release(unsigned lead) {
     }
     for (unsigned j = 0; j < 32; ++j)
         if ((here >> j) & 1) g.f[base + j].st = RUN;
+    g.warp_waiting[w] -= popcount32(here);
     return true;
+}
+
+// Cheap test before try_release: have enough lanes of the warp arrived or exited?
+inline bool may_release(unsigned lead) {
+    Global& g = G();
+    unsigned w = lead / 32;
+    return g.warp_waiting[w] + g.warp_done[w] >= (unsigned)popcount32(g.f[lead].mask & lanes_of(w));
 }
 
 // Nothing can run: explain why (a divergent barrier or collective) in g.err.
@@ -356,7 +371,7 @@ inline int release_barrier() {
         if (F.st != BAR) continue;
         ++bar; count += F.pred != 0;
         if (!first) first = &F;
-        else if (F.line != first->line || F.file != first->file) {
+        else if (F.line != first->line || (F.file != first->file && std::strcmp(F.file, first->file) != 0)) {
             char b[512];
             std::snprintf(b, sizeof b, "block (%u,%u,%u): threads %u and %u wait at different __syncthreads (%s and %s): "
                           "a barrier inside a branch that not every thread takes", g.bidx.x, g.bidx.y, g.bidx.z,
@@ -384,9 +399,12 @@ inline int release_barrier() {
 
 inline bool run_block(int order, std::vector<unsigned>& perm) {
     Global& g = G();
-    unsigned n = g.f.size();
+    unsigned n = g.f.size(), nw = (n + 31) / 32;
+    g.warp_waiting.assign(nw, 0);
+    g.warp_done.assign(nw, 0);
+    make_order(perm, n, order);
     for (;;) {
-        make_order(perm, n, order);
+        if (order == 2) make_order(perm, n, order);       // a fresh random order for every pass
         bool ran = false;
         for (unsigned k = 0; k < n; ++k) {
             Fiber& F = g.f[perm[k]];
@@ -395,12 +413,14 @@ inline bool run_block(int order, std::vector<unsigned>& perm) {
             ran = true;
             if (!g.err.empty()) return false;
             if (F.st == WARP) {                           // maybe the last lane its collective waited for
-                try_release(F.lin);
+                ++g.warp_waiting[F.lin / 32];
+                if (may_release(F.lin)) try_release(F.lin);
                 if (!g.err.empty()) return false;
             } else if (F.st == DONE) {                    // an exit can complete a collective too
+                ++g.warp_done[F.lin / 32];
                 unsigned base = F.lin / 32 * 32;
                 for (unsigned j = base; j < std::min(n, base + 32); ++j)
-                    if (g.f[j].st == WARP) { try_release(j); break; }
+                    if (g.f[j].st == WARP) { if (may_release(j)) try_release(j); break; }
                 if (!g.err.empty()) return false;
             }
         }
