@@ -44,9 +44,10 @@ struct dim3 {
 
 // ------------------------------------------------------------------ context switch
 #if defined(__x86_64__) && !defined(KC_USE_UCONTEXT)
-// Saves the callee-saved registers, MXCSR and the x87 control word on the old stack, stores the
-// old stack pointer in *save, and resumes the stack `next` (SysV x86-64). swapcontext() would
-// also save the signal mask with a system call on every switch: several times slower.
+// Saves the callee-saved registers on the old stack, stores the old stack pointer in *save, and
+// resumes the stack `next` (SysV x86-64). MXCSR and the x87 control word are callee-saved too,
+// but nothing changes them during a launch (set once, before the fibers start), so they are not
+// switched. swapcontext() would also save the signal mask with a system call on every switch.
 extern "C" void kc_switch(void** save, void* next);
 asm(R"(
     .text
@@ -60,14 +61,8 @@ kc_switch:
     pushq %r13
     pushq %r14
     pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    addq $8, %rsp
     popq %r15
     popq %r14
     popq %r13
@@ -212,10 +207,6 @@ inline void init_fiber(Fiber& F, size_t i) {
     *--sp = nullptr;                                  // trampoline's (never used) return address
     *--sp = reinterpret_cast<void*>(&trampoline);     // where kc_switch's `ret` lands
     for (int k = 0; k < 6; ++k) *--sp = nullptr;      // rbp rbx r12 r13 r14 r15
-    uint32_t csr[2];
-    __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(csr[0]), "=m"(csr[1]));
-    *--sp = nullptr;
-    std::memcpy(sp, csr, 8);
     F.sp = sp;
 #else
     getcontext(&F.ctx);
