@@ -1,0 +1,4 @@
+// cuda_fp16.hpp for the CPU build (tools/cuda_cpu): everything is in cuda_cpu.h, which the loader
+// force-includes; this file exists so `#include <cuda_fp16.hpp>` in a kernel compiles unchanged.
+#pragma once
+#include "cuda_cpu.h"
