@@ -1,13 +1,14 @@
 """The KV cache: the model's filing cabinet of keys and values for positions already seen.
 
-Two classes: ``BaseCache``, the contract every cache keeps with the model (the rolling,
-quantized and paged caches are its siblings, one module each), and ``KVCache``, the plain
-contiguous cache below.
+``Cache`` (a typing.Protocol) is the contract every cache keeps with the model and the
+lessons; ``BaseCache`` implements its bookkeeping, and ``KVCache`` below is the plain
+contiguous cache (the rolling, quantized and paged caches are its siblings, one module each).
 
 The contract, as ``Transformer.forward`` uses it, for T new positions pos .. pos+T-1
 (pos = ``length``):
 
-    cache.check_room(T)                 ValueError, before anything is written, if T won't fit
+    cache.begin(T)                      ValueError, before anything is written, if T won't fit;
+                                        else a write of T positions is open
     K, V, key_pos = cache.store(l, k, v)   per layer l: k, v [KV, T, hd] (keys after RoPE) go in;
                                         K, V [KV, S, hd] in the model's dtype come out: every
                                         key/value the new queries may read, the new ones
@@ -15,16 +16,22 @@ The contract, as ``Transformer.forward`` uses it, for T new positions pos .. pos
                                         of the S slots holds, or is None when slot i holds
                                         position i (the model masks the future and, with
                                         Config.sliding_window, positions out of the window).
-    cache.advance(T)                    once all layers stored: length += T
+    cache.advance(T)                    once all layers stored: length += T (the commit)
+    cache.abort()                       instead of advance, when anything raised after begin:
+                                        every array, the length (and a pool's free list and
+                                        reference counts) go back to what they were at begin
 
-and one optional hook, for a cache that chooses what to keep by attention (H2O,
-engine/evicting_cache.py):
+plus ``config``, ``xp`` (the array module: the model refuses a cache of another one),
+``length``, ``free``, ``bytes_used``, ``bytes_allocated``, ``check_room(n)``, ``reset()``,
+``truncate(n)``, and the reads ``keys(l)`` / ``values(l)`` -> [KV, n, hd], the positions a
+next query could read, oldest first, as numbers (a quantized cache decodes them).
+
+One optional hook (the model looks for it with getattr; the Protocol does not require it), for
+a cache that chooses what to keep by attention (H2O, engine/evicting_cache.py):
 
     cache.observe_attention(l, probs)   if the cache has this method, the model calls it per layer
                                         right after the softmax: probs [H, T, S] float32, the new
                                         queries' weights over the S keys ``store`` handed back
-
-plus ``length``, ``bytes_used``, ``bytes_allocated``, ``reset()`` and ``truncate(n)``.
 
 Layout of KVCache (one pair per layer l):  k[l], v[l]  [KV, M, hd]   (M = max_len slots)
 
@@ -32,8 +39,13 @@ Allocated once, up front. Prefill writes a block of T positions, each decode ste
 position straight into its slot, and attention reads slots 0..pos -- as llama2.c does. Keys
 are stored *after* RoPE (as Hugging Face does), so a cached key never needs rotating again.
 Nothing is copied or re-allocated while generating; ``length`` is the only moving part.
+Slots past ``length`` always hold zeros (reset, truncate and abort clear them), so undoing a
+failed write costs nothing on the way: abort zeroes the slots it wrote.
 """
 from __future__ import annotations
+
+import copy
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -41,12 +53,44 @@ from engine.checks import check_int
 from engine.config import Config
 
 
+@runtime_checkable
+class Cache(Protocol):
+    """Every member the model (forward) and the lessons use; see the module doc."""
+
+    config: Config
+    xp: object
+    length: int
+
+    @property
+    def free(self) -> int: ...
+    @property
+    def bytes_used(self) -> int: ...
+    @property
+    def bytes_allocated(self) -> int: ...
+    def check_room(self, n_new: int) -> None: ...
+    def begin(self, n_new: int) -> None: ...
+    def store(self, layer: int, k, v) -> tuple: ...
+    def advance(self, n_new: int) -> None: ...
+    def abort(self) -> None: ...
+    def truncate(self, n: int) -> None: ...
+    def reset(self) -> None: ...
+    def keys(self, layer: int): ...
+    def values(self, layer: int): ...
+
+
 class BaseCache:
-    """What every KV cache shares: its config, ``length`` and the checks on it.
+    """What every KV cache shares: its config, ``length``, the checks on it, and the undo of a
+    failed write.
 
     Subclasses implement ``store`` (see the module doc), ``bytes_used``, ``bytes_allocated``,
-    ``free`` and ``_clear`` (forget the stored entries).
+    ``free``, ``keys``, ``values`` and ``_clear`` (forget the stored entries). For the undo,
+    a subclass either logs each array region before overwriting it (``self._log(a, index)``
+    in ``store``; set ``_logs_writes = True``), or leaves the default: ``begin`` keeps a deep
+    copy of the cache's state, correct for any cache, slower for a big one.
     """
+
+    _logs_writes = False  # True: store() calls _log before each write (cheap undo)
+    _not_copied = ("config", "xp", "_undo", "_snapshot")  # shared, never part of the undo copy
 
     def __init__(self, config: Config, xp=np):
         if not isinstance(config, Config):
@@ -54,9 +98,18 @@ class BaseCache:
         self.config = config
         self.xp = xp
         self.length = 0  # positions seen: the next token goes to position ``length``
+        self._undo: list | None = None  # open write: (array, index, old contents), oldest first
+        self._snapshot: dict | None = None  # open write without a log: the state at begin
+        self._pending = 0  # positions of the open write
 
     def store(self, layer: int, k, v):  # pragma: no cover - the contract, see the module doc
         raise NotImplementedError
+
+    def keys(self, layer: int):  # pragma: no cover - see the class doc
+        raise NotImplementedError(f"{type(self).__name__} does not implement keys(layer)")
+
+    def values(self, layer: int):  # pragma: no cover - see the class doc
+        raise NotImplementedError(f"{type(self).__name__} does not implement values(layer)")
 
     @property
     def free(self) -> int:
@@ -72,8 +125,37 @@ class BaseCache:
                 f"(model.new_cache(max_len=...), at most the context window {self.config.max_seq_len})."
             )
 
+    # ------------------------------------------------------------------ one write: begin, then advance or abort
+
+    def begin(self, n_new: int) -> None:
+        """Open a write of n_new positions (room checked first): from here to ``advance`` or
+        ``abort`` the cache can be put back as it is now."""
+        self.check_room(n_new)
+        self._pending = n_new
+        if self._logs_writes:
+            self._undo = []
+        else:
+            self._snapshot = {k: copy.deepcopy(v) for k, v in vars(self).items() if k not in self._not_copied}
+
+    def _log(self, array, index) -> None:
+        """Keep array[index] as it is, to put back on abort (a no-op outside begin .. advance)."""
+        if self._undo is not None:
+            self._undo.append((array, index, array[index].copy()))
+
+    def abort(self) -> None:
+        """Undo the open write: every array region, the length and the bookkeeping as at begin."""
+        undo, self._undo, self._pending = self._undo, None, 0
+        for array, index, old in reversed(undo or []):
+            array[index] = old
+        if self._snapshot is not None:
+            vars(self).update(self._snapshot)
+            self._snapshot = None
+
     def advance(self, n_new: int) -> None:
+        """Commit: the n_new stored positions count from now on."""
         self.length += n_new
+        self._undo = self._snapshot = None
+        self._pending = 0
 
     def truncate(self, n: int) -> None:
         """Keep only the first n positions (rewind, e.g. to time the same step again)."""
@@ -87,6 +169,7 @@ class BaseCache:
         """Forget every entry (storage is cleared so an inspection never shows stale notes)."""
         self._clear()
         self.length = 0
+        self._undo = self._snapshot = None
 
     def _clear(self) -> None:  # pragma: no cover - see the class doc
         raise NotImplementedError
@@ -138,9 +221,24 @@ class KVCache(BaseCache):
         itself moves only in :meth:`advance`, once all layers have written.
         """
         pos, t = self.length, k.shape[1]
-        self.k[layer][:, pos : pos + t] = k
+        self.k[layer][:, pos : pos + t] = k  # slots past length hold zeros: abort re-zeroes them
         self.v[layer][:, pos : pos + t] = v
         return self.k[layer][:, : pos + t], self.v[layer][:, : pos + t], None
+
+    # KVCache needs no log: slots past length are zeros, so abort zeroes what the write touched
+    def begin(self, n_new: int) -> None:
+        self.check_room(n_new)
+        self._pending = n_new
+
+    def abort(self) -> None:
+        pos, n, self._pending = self.length, self._pending, 0
+        for a in self.k + self.v:
+            a[:, pos : pos + n] = 0
+
+    def truncate(self, n: int) -> None:
+        super().truncate(n)
+        for a in self.k + self.v:
+            a[:, self.length :] = 0  # the invariant abort relies on
 
     def _clear(self) -> None:
         for a in self.k + self.v:

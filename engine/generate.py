@@ -5,7 +5,10 @@
     nxt = gen.step()                  # decode: feed the last token, get the next -> Step
 
 With ``use_cache=True`` each step feeds only the newest token and its K/V are appended to
-the cache; with ``use_cache=False`` each step runs the whole sequence again. Both give the
+the cache: ``model.new_cache()`` by default, or the one given as ``cache=`` (any cache of the
+contract in engine/cache.py, reset by each start()) or made by a factory (``cache=lambda:
+QuantKVCache(cfg, "kivi", 2)``, called by each start()). ``step(token=...)`` feeds a given
+token instead of the drawn one (teacher forcing: a known text, one position at a time); with ``use_cache=False`` each step runs the whole sequence again. Both give the
 same logits, hence (with the same seed) the same tokens -- only the work differs, and every
 Step reports that work (analytic FLOPs and bytes from engine.costs, measured seconds).
 """
@@ -18,8 +21,9 @@ import numpy as np
 
 from engine import costs
 from engine.backend import synchronize, to_numpy
+from engine.cache import Cache
 from engine.checks import check_fits, check_ids, check_int
-from engine.model import Transformer
+from engine.model import Trace, Transformer
 from engine.sampling import SamplingParams, sample, softmax, top_entries
 
 
@@ -41,10 +45,12 @@ class Step:
     bytes_moved: int  # analytic bytes moved by the step (engine.costs)
     seconds: float  # measured wall time of the forward pass and the draw
     logits: np.ndarray | None = None  # [V] float32, trace only
+    trace: Trace | None = None  # the whole pass (every input position), trace only; not in to_dict
 
     def to_dict(self) -> dict:
         """JSON-ready copy (arrays become nested lists)."""
         d = dict(self.__dict__)
+        del d["trace"]
         d["top"] = [list(t) for t in self.top]
         d["sampled_top"] = [list(t) for t in self.sampled_top]
         d["attention"] = None if self.attention is None else [a.tolist() for a in self.attention]
@@ -62,7 +68,7 @@ class Generator:
     """Runs a Transformer with a sampler, one Step at a time (mutable run state lives here)."""
 
     def __init__(self, model: Transformer, tokenizer, params: SamplingParams | None = None,
-                 use_cache: bool = True, n_top: int = 10):
+                 use_cache: bool = True, n_top: int = 10, cache=None):
         if not isinstance(model, Transformer):
             raise TypeError(f"Generator needs an engine Transformer, got {type(model).__name__}")
         _check_tokenizer(tokenizer)
@@ -75,7 +81,18 @@ class Generator:
         self.params = params
         self.use_cache = bool(use_cache)
         self.n_top = n_top
-        self.cache = model.new_cache() if self.use_cache else None
+        if cache is not None and not self.use_cache:
+            raise ValueError("a cache was given with use_cache=False; drop one or the other")
+        self._factory = None
+        if cache is None:
+            self.cache = model.new_cache() if self.use_cache else None
+        elif isinstance(cache, Cache):
+            self.cache = model._check_cache(cache)
+        elif callable(cache):
+            self._factory = cache
+            self.cache = self._make_cache()
+        else:
+            raise TypeError(f"cache must be a KV cache or a function that makes one, got {type(cache).__name__}")
         self.ids: list[int] = []  # prompt + generated tokens so far
         self.n_prompt = 0
         self.rng = np.random.default_rng(params.seed)
@@ -108,7 +125,9 @@ class Generator:
         """Prefill: run the whole prompt, choose the first new token. Resets the run state."""
         ids = self.encode_prompt(prompt)
         self.rng = np.random.default_rng(self.params.seed)
-        if self.cache is not None:
+        if self._factory is not None:
+            self.cache = self._make_cache()
+        elif self.cache is not None:
             self.cache.reset()
         self.ids = [int(i) for i in ids]
         self.n_prompt = len(self.ids)
@@ -116,11 +135,14 @@ class Generator:
         return self._run(self.ids, trace, "prefill",
                          costs.prefill_flops(cfg, len(ids)), costs.prefill_bytes(cfg, len(ids)))
 
-    def step(self, trace: bool = False) -> Step:
-        """Decode: feed the newest token, choose the next one."""
+    def step(self, trace: bool = False, token: int | None = None) -> Step:
+        """Decode: feed the newest token, choose the next one. ``token`` replaces the newest
+        (drawn) token before it is fed: the run then follows a given text."""
         if not self.ids:
             raise RuntimeError("call start(prompt) before step()")
         cfg = self.model.config
+        if token is not None:
+            self.ids[-1] = int(check_ids([token], cfg.vocab_size)[0])
         # the newest token is fed at position len(ids) - 1; forward would refuse it too, but
         # after the cache lost track of nothing -- say it in the reader's terms first
         check_fits(len(self.ids) - 1, 1, cfg.max_seq_len,
@@ -146,6 +168,12 @@ class Generator:
         return steps
 
     # ------------------------------------------------------------------ internals
+
+    def _make_cache(self) -> Cache:
+        cache = self._factory()
+        if not isinstance(cache, Cache):
+            raise TypeError(f"the cache factory must return a KV cache, got {type(cache).__name__}")
+        return self.model._check_cache(cache)
 
     def _run(self, feed: list[int], trace: bool, kind: str, flops: int, bytes_moved: int) -> Step:
         model, n_input = self.model, len(feed)  # feed may be self.ids, which grows below
@@ -178,4 +206,5 @@ class Generator:
             bytes_moved=bytes_moved,
             seconds=seconds,
             logits=logits if trace else None,
+            trace=tr,
         )

@@ -37,7 +37,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.cache import BaseCache, KVCache
+from engine.backend import xp_name
+from engine.cache import BaseCache, Cache, KVCache
 from engine.checks import check_fits, check_ids, check_int
 from engine.config import Config
 
@@ -143,7 +144,7 @@ def attention_mask(c: Config, pos: int, T: int, key_pos, xp):
     return hidden
 
 
-def attention(x, layer: Layer, c: Config, cos, sin, pos: int, cache: BaseCache | None, index: int, xp):
+def attention(x, layer: Layer, c: Config, cos, sin, pos: int, cache: Cache | None, index: int, xp):
     """Causal grouped-query self-attention of x [T, D] at positions pos .. pos+T-1.
 
     With a cache, the new K/V go into it (layer ``index``) and the queries attend to what
@@ -291,27 +292,47 @@ class Transformer:
 
     # ------------------------------------------------------------------ forward
 
-    def forward(self, ids, cache: BaseCache | None = None, trace: bool = False, last_only: bool = False):
+    def forward(self, ids, cache: Cache | None = None, trace: bool = False, last_only: bool = False):
         """Logits [T, V] (float32) for token ids [T] placed at positions cache.length ...
 
         Without a cache the ids are the whole sequence, from position 0. With one, they
         continue what the cache holds and their K/V are appended. ``last_only`` computes
         logits for the last position only ([1, V]): all that generation needs.
         With ``trace=True`` returns (logits, Trace).
+
+        A cache is written as one unit: begin(T) before the first layer, advance(T) after the
+        logits, abort() if anything raises in between -- a failed call leaves it as it was.
         """
-        c, xp = self.config, self.xp
+        c = self.config
         ids = check_ids(ids, c.vocab_size)
         T = ids.shape[0]
-        pos = 0
-        if cache is not None:
-            if not isinstance(cache, BaseCache):
-                raise TypeError(f"cache must be a KVCache or one of its siblings (model.new_cache()), got {type(cache).__name__}")
-            if cache.config != c:
-                raise ValueError("this KV cache was made for a different model config; use model.new_cache()")
-            pos = cache.length
+        pos = 0 if cache is None else self._check_cache(cache).length
         check_fits(pos, T, c.max_seq_len)
-        if cache is not None:
-            cache.check_room(T)
+        if cache is None:
+            return self._forward(ids, None, pos, trace, last_only)
+        cache.begin(T)
+        try:
+            out = self._forward(ids, cache, pos, trace, last_only)
+        except BaseException:
+            cache.abort()
+            raise
+        cache.advance(T)
+        return out
+
+    def _check_cache(self, cache) -> Cache:
+        """The cache keeps the contract, fits this config, and holds arrays of the model's module."""
+        if not isinstance(cache, (BaseCache, Cache)):  # BaseCache first: the Protocol check is slower
+            raise TypeError(f"cache must be a KVCache or one of its siblings (model.new_cache()), got {type(cache).__name__}")
+        if cache.config != self.config:
+            raise ValueError("this KV cache was made for a different model config; use model.new_cache()")
+        if xp_name(cache.xp) != xp_name(self.xp):  # NumPy arrays vs CuPy arrays: refused before any write
+            raise TypeError(f"this {type(cache).__name__} keeps its arrays in {xp_name(cache.xp)} but the model runs "
+                            f"on {xp_name(self.xp)}; make the cache for this model (model.new_cache(), or pass xp=)")
+        return cache
+
+    def _forward(self, ids, cache, pos: int, trace: bool, last_only: bool):
+        """The layers, for forward (which owns the cache's begin / advance / abort)."""
+        c, xp, T = self.config, self.xp, ids.shape[0]
         tr = Trace(start=pos) if trace else None
         cos, sin = self.cos[pos : pos + T], self.sin[pos : pos + T]  # [T, hd]
 
@@ -326,8 +347,6 @@ class Transformer:
                 tr.attn.append(probs)
                 tr.scores.append(scores)
                 tr.hidden.append(x)
-        if cache is not None:
-            cache.advance(T)
         logits = self.logits_from_hidden(x[-1:] if last_only else x)  # [T or 1, V]
         return (logits, tr) if trace else logits
 

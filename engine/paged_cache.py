@@ -194,7 +194,13 @@ class _Plan:
 
 
 class PagedCache(BaseCache):
-    """One sequence's view of a BlockPool: its block table, its length, the BaseCache contract."""
+    """One sequence's view of a BlockPool: its block table, its length, the BaseCache contract.
+
+    A failed forward (abort) gives back the blocks it took, puts back the copy-on-write and the
+    slots it wrote, and restores the pool's free list and reference counts exactly.
+    """
+
+    _logs_writes = True
 
     def __init__(self, pool: BlockPool):
         if not isinstance(pool, BlockPool):
@@ -203,6 +209,7 @@ class PagedCache(BaseCache):
         self.pool = pool
         self.block_table: list[int] = []  # block ids, position order: p lives in [p // B]
         self._plan: _Plan | None = None
+        self._saved: tuple | None = None  # an open write's table and pool bookkeeping, before it
 
     # ------------------------------------------------------------------ sizes
 
@@ -297,7 +304,20 @@ class PagedCache(BaseCache):
 
     def advance(self, n_new: int) -> None:
         super().advance(n_new)
-        self._plan = None
+        self._plan = self._saved = None
+
+    def abort(self) -> None:
+        """Undo the open write: slots and copied blocks as they were, the blocks it took back on
+        the free list in the same order, reference counts and the table as before."""
+        super().abort()  # the pool's array regions this write changed
+        if self._saved is not None:
+            table, refs, free, copies = self._saved
+            self.block_table = table
+            self.pool.refs[:] = refs
+            self.pool._free[:] = free
+            self.pool.copies = copies
+            self._register()
+        self._plan = self._saved = None
 
     def store(self, layer: int, k, v):
         """Write k, v [KV, T, hd] at positions length .. length+T-1 of ``layer`` through the
@@ -306,6 +326,9 @@ class PagedCache(BaseCache):
         T = k.shape[1]
         plan = self._plan if self._plan is not None and self._plan.key == (self.length, T) else self._prepare(T)
         K, V = self.pool.k[layer], self.pool.v[layer]  # [KV, N, B, hd]
+        where = (slice(None), plan.write_blocks, plan.write_slots)
+        self._log(K, where)
+        self._log(V, where)
         if T == 1:  # a decode step: plain int indices, the cheapest write NumPy has
             K[:, plan.write_blocks, plan.write_slots] = k[:, 0]  # [KV, hd]
             V[:, plan.write_blocks, plan.write_slots] = v[:, 0]
@@ -328,6 +351,8 @@ class PagedCache(BaseCache):
         needed = self.blocks_needed(T)
         if needed > pool.free_blocks:
             raise pool._full_error(self, T, needed)
+        if self._undo is not None and self._saved is None:  # inside begin .. advance: keep the bookkeeping
+            self._saved = (list(self.block_table), pool.refs.copy(), list(pool._free), pool.copies)
         if T and n % B and pool.refs[self.block_table[-1]] > 1:
             self._copy_on_write()
         while len(self.block_table) < blocks_for(n + T, B):
@@ -347,6 +372,8 @@ class PagedCache(BaseCache):
         """The shared last block -> a fresh copy only this sequence holds."""
         pool, old = self.pool, self.block_table[-1]
         new = pool._take()
+        for a in pool.k + pool.v:
+            self._log(a, (slice(None), new))
         pool._copy(old, new)
         pool._drop(old)
         self.block_table[-1] = new

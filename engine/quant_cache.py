@@ -190,22 +190,29 @@ class QuantRows:
             return n // self.residual * self.residual
         return max(0, n - self.residual)  # values: all but the newest R
 
-    def write(self, x, pos: int) -> None:
-        """x [KV, T, hd] for positions pos .. pos+T-1: quantize what leaves the tail."""
+    def write(self, x, pos: int, log=None) -> None:
+        """x [KV, T, hd] for positions pos .. pos+T-1: quantize what leaves the tail.
+
+        Everything is computed before the first array changes; ``log(array, index)`` is
+        called before each change (the cache's undo log).
+        """
+        log = log or (lambda array, index: None)
         q0, q1 = self.n_quantized(pos), self.n_quantized(pos + x.shape[1])
         fresh = np.concatenate([self.tail[:, : pos - q0], x], axis=1) if pos > q0 else x  # [KV, pos+T-q0, hd]
-        if q1 > q0:
-            self._encode(fresh[:, : q1 - q0], q0)
+        writes = self._encode(fresh[:, : q1 - q0], q0) if q1 > q0 else []
         if pos + x.shape[1] > q1:
             rest = fresh[:, q1 - q0 :]  # [KV, pos+T-q1, hd] positions q1 .. in the tail
-            self.tail[:, : rest.shape[1]] = rest
+            writes.append((self.tail, (slice(None), slice(0, rest.shape[1])), rest))
+        for array, index, value in writes:
+            log(array, index)
+            array[index] = value
 
-    def _encode(self, x, start: int) -> None:
-        """Quantize x [KV, n, hd] into rows start .. start+n-1 (whole key blocks if per channel)."""
-        n = x.shape[1]
+    def _encode(self, x, start: int) -> list:
+        """Quantize x [KV, n, hd] for rows start .. start+n-1 (whole key blocks if per channel):
+        the writes to make, as (array, index, value), none made yet."""
+        n, every = x.shape[1], slice(None)
         if self.bits == 16:
-            self.codes[:, start : start + n] = x
-            return
+            return [(self.codes, (every, slice(start, start + n)), x)]
         KV, hd, g = x.shape[0], self.hd, self.group
         if self.per_channel:  # [KV, n/R, R, hd]: one scale per channel of each block
             codes, s, z = quantize(x.reshape(KV, n // self.residual, self.residual, hd), self.bits, axis=2)
@@ -215,8 +222,8 @@ class QuantRows:
             codes, s, z = quantize(x.reshape(KV, n, hd // g, g), self.bits, axis=3)
             codes, rows = codes.reshape(KV, n, hd), slice(start, start + n)
             s, z = s[..., 0], z[..., 0]  # [KV, n, hd/g]
-        self.codes[:, start : start + n] = pack(codes, self.bits)
-        self.scale[:, rows], self.zero[:, rows] = s, z
+        return [(self.codes, (every, slice(start, start + n)), pack(codes, self.bits)),
+                (self.scale, (every, rows), s), (self.zero, (every, rows), z)]
 
     def read(self, n: int):
         """The n positions as numbers [KV, n, hd] in the model's dtype: codes decoded, then the tail."""
@@ -263,6 +270,8 @@ class QuantKVCache(BaseCache):
     key block, in tokens. ``seed``: the rotation of the "rotated" scheme.
     """
 
+    _logs_writes = True  # QuantRows.write logs each region it changes
+
     def __init__(self, config: Config, scheme: str = "per_token", bits: int = 4, max_len: int | None = None,
                  group: int | None = None, residual: int = 32, seed: int = 0):
         super().__init__(config)
@@ -296,19 +305,34 @@ class QuantKVCache(BaseCache):
         position decoded, K, V [KV, S, hd] in the model's dtype, key_pos None: attention reads
         exactly what a reader of this cache would get back."""
         pos, T = self.length, k.shape[1]
-        KV, rows = k.shape[0], self.rows[layer]
+        rows = self.rows[layer]
         if len(rows) == 2:
-            rows[0].write(k, pos)
-            rows[1].write(v, pos)
+            rows[0].write(k, pos, self._log)
+            rows[1].write(v, pos, self._log)
             return rows[0].read(pos + T), rows[1].read(pos + T), None  # [KV, S, hd] each
         kv = np.concatenate([k, v], axis=0)  # [2KV, T, hd]
         if self._p is not None:
             kv = kv @ self._p  # in the rotated basis
-        rows[0].write(kv, pos)
-        kv = rows[0].read(pos + T)  # [2KV, S, hd]
+        rows[0].write(kv, pos, self._log)
+        return self._read(layer, pos + T)
+
+    def _read(self, layer: int, n: int):
+        """K, V [KV, n, hd] of positions 0 .. n-1, decoded (and turned back), key_pos None."""
+        rows, KV = self.rows[layer], self.config.n_kv_heads
+        if len(rows) == 2:
+            return rows[0].read(n), rows[1].read(n), None
+        kv = rows[0].read(n)  # [2KV, n, hd]
         if self._p is not None:
             kv = (kv @ self._p.T).astype(self.config.dtype, copy=False)
         return kv[:KV], kv[KV:], None
+
+    def keys(self, layer: int):
+        """K [KV, length, hd] of ``layer`` as attention reads it: decoded from the codes."""
+        return self._read(layer, self.length)[0]
+
+    def values(self, layer: int):
+        """V [KV, length, hd] of ``layer``, decoded, as keys()."""
+        return self._read(layer, self.length)[1]
 
     @property
     def free(self) -> int:

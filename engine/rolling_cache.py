@@ -29,6 +29,8 @@ from engine.config import Config
 class RollingKVCache(BaseCache):
     """W = config.sliding_window slots per layer; position p lives in slot p % W."""
 
+    _logs_writes = True  # store() logs the slots it overwrites (they may hold live positions)
+
     def __init__(self, config: Config, xp=np):
         super().__init__(config, xp)
         if config.sliding_window is None:
@@ -80,6 +82,8 @@ class RollingKVCache(BaseCache):
             V = xp.concatenate([self.v[layer][:, old], v], axis=1)  # [KV, S_old+T, hd]
             key_pos = np.concatenate([self.slot_pos[old], new_pos])  # [S_old+T]
         slots, kept = self._slots(T)
+        self._log(self.k[layer], (slice(None), slots))
+        self._log(self.v[layer], (slice(None), slots))
         self.k[layer][:, slots] = k[:, kept]
         self.v[layer][:, slots] = v[:, kept]
         if T > 1:
@@ -109,6 +113,21 @@ class RollingKVCache(BaseCache):
             )
         super().truncate(n)
         self.slot_pos[self.slot_pos >= self.length] = -1
+
+    # ------------------------------------------------------------------ reads
+
+    def _held(self):
+        """Slots of the positions a next query could read, oldest first (at most W)."""
+        n = min(self.length, self.window)
+        return np.arange(self.length - n, self.length) % self.window
+
+    def keys(self, layer: int):
+        """K [KV, min(length, W), hd] of ``layer``: the window, oldest position first (a copy)."""
+        return self.k[layer][:, self._held()]
+
+    def values(self, layer: int):
+        """V [KV, min(length, W), hd] of ``layer``, as keys()."""
+        return self.v[layer][:, self._held()]
 
     def _clear(self) -> None:
         for a in self.k + self.v:

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from engine.bench import store
+from engine import timing
 from lessons.base import checkbox, select, slider
 from lessons.figures import COLORS, figure, floats, fmt_int, layout, t
 
@@ -54,36 +55,18 @@ def committed_course_points() -> tuple[str, list[dict]] | None:
     return None
 
 
-def _timed_batch(fn, setup, batch: int) -> float:
-    """Seconds for ``batch`` calls of fn, each after an (also timed, cheap) setup."""
-    t0 = time.perf_counter()
-    for _ in range(batch):
-        setup()
-        fn()
-    return time.perf_counter() - t0
-
-
 MAX_BATCH = 256
 
 
-def sample_batches(fn, setup, samples: int) -> tuple[int, list[float]]:
-    """(batch, seconds of each sample): one warm-up call, then the batch size doubled until a
-    batch outlasts a coarse clock tick (SAMPLE_MIN_S, at most MAX_BATCH calls); that first
-    long-enough batch is the first sample."""
+def time_per_call(fn, setup, samples: int, clock=None) -> float:
+    """Median seconds per call (engine.timing's loop): one warm-up call, then the batch size
+    doubled until a batch outlasts a coarse clock tick (SAMPLE_MIN_S, at most MAX_BATCH
+    calls), then ``samples`` batches of that size."""
+    clock = timing.HostClock() if clock is None else clock
     setup()
     fn()  # warm-up
-    batch = 1
-    spent = _timed_batch(fn, setup, batch)
-    while spent < SAMPLE_MIN_S and batch < MAX_BATCH:
-        batch *= 2
-        spent = _timed_batch(fn, setup, batch)
-    return batch, [spent] + [_timed_batch(fn, setup, batch) for _ in range(samples - 1)]
-
-
-def time_per_call(fn, setup, samples: int) -> float:
-    """Median seconds per call, each sample a batch of calls lasting >= SAMPLE_MIN_S."""
-    batch, spent = sample_batches(fn, setup, samples)
-    return float(np.median(spent)) / batch
+    batch = timing.calibrate_batch(fn, setup, clock, min_s=SAMPLE_MIN_S, max_batch=MAX_BATCH)
+    return timing.measure(fn, clock, setup=setup, warmup=0, repeats=samples, batch=batch).median
 
 
 def measure(max_context: int, samples: int, budget_s: float = BUDGET_S) -> tuple[list[dict], bool]:

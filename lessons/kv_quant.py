@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from engine import QuantKVCache, load_course_model
+from engine import Generator, QuantKVCache, SamplingParams, load_course_model
 from engine.quant_cache import channel_magnitudes, outlier_ratio, random_rotation
 from lessons.base import select
 from lessons import labels as L
@@ -51,17 +51,13 @@ CONTROLS = (
 # --------------------------------------------------------------------------- the two runs
 
 
-def greedy(model, ids, cache):
-    """Prefill ``ids`` into ``cache``, then STEPS greedy tokens. Returns (logits after the
-    prompt [V], tokens, attention of each pass: per pass a list of per-layer [H, T, S])."""
-    logits, tr = model.forward(ids, cache=cache, trace=True, last_only=True)
-    first, tokens, attn = logits[-1], [], [tr.attn]
-    for i in range(STEPS):
-        tokens.append(int(np.argmax(logits[-1])))
-        if i < STEPS - 1:  # the last token is shown, never fed back
-            logits, tr = model.forward(tokens[-1:], cache=cache, trace=True, last_only=True)
-            attn.append(tr.attn)
-    return first, tokens, attn
+def greedy(model, tok, ids, cache):
+    """Prefill ``ids`` into ``cache``, then STEPS greedy tokens (the last one shown, never fed
+    back). Returns (logits after the prompt [V], tokens, attention of each pass: per pass a
+    list of per-layer [H, T, S])."""
+    gen = Generator(model, tok, SamplingParams(temperature=0), n_top=0, cache=cache)
+    steps = gen.generate(ids, STEPS, trace=True, stop_at_eos=False)
+    return steps[0].logits, [s.token_id for s in steps], [s.trace.attn for s in steps]
 
 
 def layer_errors(attn_f, attn_q, passes: int) -> list[tuple[float, float]]:
@@ -253,9 +249,9 @@ def float_side(ids: tuple[int, ...]):
     """Everything the float cache contributes, which depends on the prompt only (kept for the
     next change of scheme or bits): (logits after the prompt, its 16 tokens, attention of each
     pass, the cache, the rotation view of its keys)."""
-    model, _ = load_course_model()
+    model, tok = load_course_model()
     fcache = model.new_cache(max_len=len(ids) + STEPS)
-    first, tokens, attn = greedy(model, list(ids), fcache)
+    first, tokens, attn = greedy(model, tok, list(ids), fcache)
     return first, tokens, attn, fcache, rotation_view(fcache, model.config)
 
 
@@ -266,7 +262,7 @@ def run(values: dict, lang: str) -> dict:
     bits, scheme = int(values["bits"]), values["scheme"]
     first_f, f_tokens, attn_f, fcache, view = float_side(tuple(ids))
     qcache = QuantKVCache(c, scheme, bits, max_len=len(ids) + STEPS, residual=RESIDUAL, seed=SEED)
-    first_q, q_tokens, attn_q = greedy(model, ids, qcache)
+    first_q, q_tokens, attn_q = greedy(model, tok, ids, qcache)
     split = next((i for i, (a, b) in enumerate(zip(f_tokens, q_tokens)) if a != b), None)
     # pass i > 0 feeds token i-1: both caches read the same text up to the pass that feeds the split
     errors = layer_errors(attn_f, attn_q, STEPS if split is None else split + 1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine import load_course_model
+from engine import Generator, SamplingParams, load_course_model
 from engine.sampling import softmax
 from lessons import labels as L
 from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_percent, layout, show_piece, t
@@ -26,18 +26,24 @@ CONTROLS = (prompt_control(EXAMPLES),)
 TOP_GUESS = {"en": "top guess", "zh-TW": "排名第一的詞元"}
 
 
-def feed_one_by_one(model, ids: list[int]):
-    """Feed ``ids`` one token per forward pass (as decoding does).
+def feed_one_by_one(model, tok, ids: list[int]):
+    """Feed ``ids`` one token per forward pass (as decoding does, the text given: the
+    Generator's teacher forcing).
 
     Returns (cache, per-layer bytes after each token [T][L], trace of the last pass).
     """
-    cache = model.new_cache(max_len=len(ids))
-    per_layer = []
-    tr = None
-    for i in ids:
-        _, tr = model.forward([i], cache=cache, trace=True, last_only=True)
-        per_layer.append([int(cache.keys(l).nbytes + cache.values(l).nbytes) for l in range(model.config.n_layers)])
-    return cache, per_layer, tr
+    gen = Generator(model, tok, SamplingParams(temperature=0), n_top=0, cache=model.new_cache(max_len=len(ids)))
+    cache, per_layer = gen.cache, []
+
+    def sizes():
+        return [int(cache.keys(l).nbytes + cache.values(l).nbytes) for l in range(model.config.n_layers)]
+
+    steps = [gen.start(ids[:1], trace=True)]
+    per_layer.append(sizes())
+    for i in ids[1:]:
+        steps.append(gen.step(trace=True, token=i))
+        per_layer.append(sizes())
+    return cache, per_layer, steps[-1].trace
 
 
 def _figure_cache(cache, per_layer, pieces, lang) -> dict:
@@ -149,7 +155,7 @@ def _examples(prompt: str, lang: str) -> list[dict]:
 def run(values: dict, lang: str) -> dict:
     model, tok = load_course_model()
     ids = encode_prompt(tok, values["prompt"], min(MAX_TOKENS, model.config.max_seq_len))
-    cache, per_layer, tr = feed_one_by_one(model, ids)
+    cache, per_layer, tr = feed_one_by_one(model, tok, ids)
     pieces, probs = tok.pieces(ids), logit_lens(model, tr)
     figures = [_figure_cache(cache, per_layer, pieces, lang), _figure_lens(tok, probs, pieces, lang)]
     return {"figures": figures, "notes": _notes(tok, cache, per_layer, probs, model.config.dtype, lang),

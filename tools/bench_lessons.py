@@ -20,27 +20,23 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import statistics  # noqa: E402
 import time  # noqa: E402
 
+from engine.timing import HostClock, measure  # noqa: E402
 from lessons import registry  # noqa: E402
 
 LESSONS = [n for n in registry.LESSONS if not n.startswith("bench")]
 
 
 def bench(name: str, lang: str, repeat: int) -> dict:
-    t0 = time.perf_counter()
+    clock = HostClock()
+    clock.start()
     first = json.loads(registry.run_json(name, "{}", lang))
-    cold = time.perf_counter() - t0
+    cold = clock.stop()
     if not first["ok"]:
         return {"lesson": name, "lang": lang, "error": first["error"]}
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        registry.run_json(name, "{}", lang)
-        times.append(time.perf_counter() - t0)
-    return {"lesson": name, "lang": lang, "cold_s": cold, "median_s": statistics.median(times),
-            "max_s": max(times), "runs": repeat}
+    warm = measure(lambda: registry.run_json(name, "{}", lang), clock, warmup=0, repeats=repeat)
+    return {"lesson": name, "lang": lang, "cold_s": cold, "median_s": warm.median, "max_s": warm.max, "runs": warm.n}
 
 
 def main() -> None:

@@ -21,7 +21,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import platform  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
@@ -29,6 +28,7 @@ import numpy as np  # noqa: E402
 
 from engine import load_course_model  # noqa: E402
 from engine.paged_cache import BlockPool, blocks_for  # noqa: E402
+from engine.timing import measure_in_turn  # noqa: E402
 
 
 def scattered_sequence(model, context: int, block_size: int):
@@ -45,17 +45,11 @@ def scattered_sequence(model, context: int, block_size: int):
 
 
 def time_pair(model, caches: dict, context: int, samples: int, warmup: int = 20) -> dict[str, float]:
-    """Median seconds of one decode step per cache, samples taken in turn."""
-    times = {name: [] for name in caches}
-    for i in range(warmup + samples):
-        for name, cache in caches.items():
-            t0 = time.perf_counter()
-            model.forward([7], cache=cache, last_only=True)
-            dt = time.perf_counter() - t0
-            cache.truncate(context)
-            if i >= warmup:
-                times[name].append(dt)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    """Median seconds of one decode step per cache, samples taken in turn (engine.timing)."""
+    steps = {name: (lambda cache=cache: model.forward([7], cache=cache, last_only=True)) for name, cache in caches.items()}
+    rewinds = {name: (lambda cache=cache: cache.truncate(context)) for name, cache in caches.items()}
+    stats = measure_in_turn(steps, setup=rewinds, warmup=warmup, repeats=samples)
+    return {name: s.median for name, s in stats.items()}
 
 
 def main() -> None:

@@ -13,7 +13,11 @@ from engine.bench import baseline, store
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = sorted(p.parent for p in (ROOT / "engine" / "bench" / "baselines").glob("*/provenance.json"))
-SHARED = ROOT.parent / "shared" / "measurements" / "h200-2026-11-30"
+
+
+def test_the_baselines_are_found():
+    """An empty FOLDERS would turn the tests below into skips ("got empty parameter set")."""
+    assert FOLDERS, "no engine/bench/baselines/*/provenance.json"
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
@@ -24,11 +28,13 @@ def test_each_log_is_the_one_its_provenance_names(folder):
     assert prov["results_file"] in store.result_names()
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/measurements/h200-2026-11-30 is not next to this checkout")
-@pytest.mark.parametrize("name", ["hf-transformers-cuda.log", "kernel-profile.log", "matmul-and-launch.log"])
-def test_logs_and_results_are_byte_for_byte_the_measured_ones(name):
-    assert (ROOT / "engine/bench/baselines/h200-d52496d" / name).read_bytes() == (SHARED / name).read_bytes()
-    assert (ROOT / "engine/bench/results/gpu-cupy-h200.json").read_bytes() == (SHARED / "gpu-cupy-h200.json").read_bytes()
+@pytest.mark.parametrize("folder", FOLDERS, ids=[f.name for f in FOLDERS])
+def test_the_results_file_is_the_one_measured_with_the_logs(folder):
+    """provenance.json records the sha256 of the measured files (../shared/measurements/...,
+    hashed when they were copied in), so this runs in every checkout, CI included."""
+    prov = json.loads((folder / "provenance.json").read_text(encoding="utf-8"))
+    results = ROOT / "engine/bench/results" / f"{prov['results_file']}.json"
+    assert hashlib.sha256(results.read_bytes()).hexdigest() == prov["results_sha256"]
 
 
 HF_LOG = """HF transformers 9.9/1.2 llama3-8b x4 fp16 ctx 128: 2.917 ms, 959 GB/s = 20.0% of 4.8 TB/s

@@ -4,7 +4,7 @@ and on the course model: 8 bits keeps the greedy text, fewer bits cost more atte
 import numpy as np
 import pytest
 
-from engine import Config, KVCache, Transformer
+from engine import Config, Generator, KVCache, SamplingParams, Transformer
 from engine.quant_cache import (BITS, SCHEMES, QuantKVCache, channel_magnitudes, outlier_ratio, pack,
                                 random_rotation, unpack)
 
@@ -261,12 +261,9 @@ def _default_prompts():
     return sorted(found)
 
 
-def _greedy(model, cache, ids, steps=16):
-    x, out = model.forward(ids, cache=cache, last_only=True), []
-    for _ in range(steps):
-        out.append(int(np.argmax(x[-1])))
-        x = model.forward(out[-1:], cache=cache, last_only=True)
-    return out
+def _greedy(model, tok, cache, ids, steps=16):
+    gen = Generator(model, tok, SamplingParams(temperature=0), n_top=0, cache=cache)
+    return [s.token_id for s in gen.generate(ids, steps, stop_at_eos=False)]
 
 
 @pytest.fixture(scope="module")
@@ -281,19 +278,16 @@ def test_8_bits_keeps_the_greedy_text_of_the_default_prompts(course, scheme):
     model, tok = course
     for prompt in _default_prompts():
         ids = tok.encode(prompt)
-        want = _greedy(model, model.new_cache(), ids)
-        assert _greedy(model, QuantKVCache(model.config, scheme, 8, residual=8), ids) == want, prompt
+        want = _greedy(model, tok, model.new_cache(), ids)
+        assert _greedy(model, tok, QuantKVCache(model.config, scheme, 8, residual=8), ids) == want, prompt
 
 
-def _attention_kl(model, ids, cache) -> float:
+def _attention_kl(model, tok, ids, cache) -> float:
     """Mean KL(float || quantized) of the attention weights, teacher-forced on ``ids``."""
     def weights(c):
-        _, tr = model.forward(ids[:3], cache=c, trace=True)
-        out = [np.concatenate([a.ravel() for a in tr.attn])]
-        for t in ids[3:]:
-            _, tr = model.forward([t], cache=c, trace=True)
-            out.append(np.concatenate([a.ravel() for a in tr.attn]))
-        return np.concatenate(out)
+        gen = Generator(model, tok, SamplingParams(temperature=0), n_top=0, cache=c)
+        steps = [gen.start(ids[:3], trace=True)] + [gen.step(trace=True, token=t) for t in ids[3:]]
+        return np.concatenate([a.ravel() for s in steps for a in s.trace.attn])
 
     p, q = weights(model.new_cache()), weights(cache)
     keep = p > 0  # masked entries are exactly 0 in both
@@ -305,7 +299,7 @@ def test_attention_error_grows_as_bits_fall(course, scheme):
     model, tok = course
     for prompt in _default_prompts():
         ids = tok.encode(prompt)
-        ids += _greedy(model, model.new_cache(), ids)
-        kl = {b: _attention_kl(model, ids, QuantKVCache(model.config, scheme, b, residual=8)) for b in (2, 3, 4, 8, 16)}
+        ids += _greedy(model, tok, model.new_cache(), ids)
+        kl = {b: _attention_kl(model, tok, ids, QuantKVCache(model.config, scheme, b, residual=8)) for b in (2, 3, 4, 8, 16)}
         assert kl[2] > kl[3] > kl[4] > kl[8] > kl[16] >= 0, (prompt, kl)
 

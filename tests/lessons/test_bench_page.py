@@ -127,8 +127,7 @@ def _cpu_only(monkeypatch):
 
 
 def test_the_default_view_shows_the_gpu_results_when_there_are_some():
-    if not _gpu_docs():
-        pytest.skip("no GPU results committed")
+    assert _gpu_docs(), "no GPU results committed (engine/bench/results/gpu-*.json)"
     out = registry.run("bench_results", None, "en")
     names = [tr["name"] for f in out["figures"] for tr in f["figure"]["data"]]
     assert any("CuPy" in n for n in names)
@@ -137,8 +136,7 @@ def test_the_default_view_shows_the_gpu_results_when_there_are_some():
 
 def test_the_share_of_peak_is_the_files_bandwidth_fraction():
     stem, doc = next(iter(_gpu_docs().items()), (None, None))
-    if doc is None:
-        pytest.skip("no GPU results committed")
+    assert doc is not None, "no GPU results committed (engine/bench/results/gpu-*.json)"
     run = next(r for r in doc["runs"] if r["shape"] == "llama3-8b")
     out = registry.run("bench_results", {"results": stem, "shape": "llama3-8b"}, "en")
     fig = next(f for f in out["figures"] if f["key"] == "peak_share")["figure"]
@@ -153,8 +151,7 @@ def test_launches_and_the_launch_bound_sentence_come_from_the_profile(lang):
 
     found = [(d, baseline.for_doc(d)) for d in _gpu_docs().values()]
     found = [(d, b) for d, b in found if b]
-    if not found:
-        pytest.skip("no GPU results with side measurements")
+    assert found, "no GPU results with side measurements (engine/bench/baselines/*/provenance.json)"
     doc, b = found[0]
     p = b.profile
     out = registry.run("bench_results", {"shape": p.shape}, lang)

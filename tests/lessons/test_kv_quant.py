@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from engine import QuantKVCache
+from engine import Generator, QuantKVCache, SamplingParams
 from lessons import registry
 from lessons.base import LessonInputError
 from lessons.kv_quant import BITS, DEFAULT_PROMPT, RESIDUAL, SCHEMES, STEPS
@@ -66,11 +66,8 @@ def test_continuations_and_the_first_divergence(prompt, scheme, bits, course):
     ids = tok.encode(prompt)
     want = {}
     for name, cache in (("float", model.new_cache()), ("quant", QuantKVCache(model.config, scheme, int(bits), residual=RESIDUAL))):
-        x, toks = model.forward(ids, cache=cache, last_only=True), []
-        for _ in range(STEPS):
-            toks.append(int(np.argmax(x[-1])))
-            x = model.forward(toks[-1:], cache=cache, last_only=True)
-        want[name] = toks
+        gen = Generator(model, tok, SamplingParams(temperature=0), n_top=0, cache=cache)
+        want[name] = [s.token_id for s in gen.generate(ids, STEPS, stop_at_eos=False)]
     from lessons.figures import show_piece
     assert column(tbl, FLOAT) == [show_piece(p) for p in tok.pieces(want["float"])]
     assert column(tbl, QUANT) == [show_piece(p) for p in tok.pieces(want["quant"])]
