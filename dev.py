@@ -18,7 +18,7 @@ import sys
 import venv
 from pathlib import Path
 
-from tools import chromium  # standard library only, like this file
+from tools.site import chromium  # standard library only, like this file
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"

@@ -7,13 +7,14 @@
 
 See ARCHITECTURE.md ("Engine API") for the whole surface.
 """
-from engine.cache import KVCache
+from engine.caches.contiguous import KVCache
+from engine.caches.paged import BlockPool, PagedCache
+from engine.caches.pool import PoolFullError
+from engine.caches.quant import QuantKVCache
+from engine.caches.rolling import RollingKVCache
 from engine.config import Config
 from engine.generate import Generator, Step
 from engine.model import Trace, Transformer
-from engine.paged_cache import BlockPool, PagedCache, PoolFullError
-from engine.quant_cache import QuantKVCache
-from engine.rolling_cache import RollingKVCache
 from engine.sampling import SamplingParams
 
 __all__ = ["Config", "Transformer", "Trace", "KVCache", "RollingKVCache", "QuantKVCache", "BlockPool", "PagedCache",

@@ -44,7 +44,7 @@ def load_course_model():
     tok = Tokenizer.load()
     if tok.vocab_size != config.vocab_size:
         raise ValueError(f"engine/data is inconsistent: the tokenizer has {tok.vocab_size} tokens, "
-                         f"the model expects {config.vocab_size}; retrain with python -m engine.train")
+                         f"the model expects {config.vocab_size}; retrain with python -m engine.training.train")
     return Transformer(config, weights), tok
 
 

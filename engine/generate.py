@@ -6,11 +6,11 @@
 
 With ``use_cache=True`` each step feeds only the newest token and its K/V are appended to
 the cache: ``model.new_cache()`` by default, or the one given as ``cache=`` (any cache of the
-contract in engine/cache.py, reset by each start()) or made by a factory (``cache=lambda:
+contract in engine/caches/base.py, reset by each start()) or made by a factory (``cache=lambda:
 QuantKVCache(cfg, "kivi", 2)``, called by each start()). ``step(token=...)`` feeds a given
 token instead of the drawn one (teacher forcing: a known text, one position at a time); with ``use_cache=False`` each step runs the whole sequence again. Both give the
 same logits, hence (with the same seed) the same tokens -- only the work differs, and every
-Step reports that work (analytic FLOPs and bytes from engine.costs, measured seconds).
+Step reports that work (analytic FLOPs and bytes from engine.analysis.costs, measured seconds).
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine import costs
-from engine.backend import synchronize, to_numpy
-from engine.cache import Cache
+from engine.analysis import costs
+from engine.arrays import synchronize, to_numpy
+from engine.caches.base import Cache
 from engine.checks import check_fits, check_ids, check_int
 from engine.model import Trace, Transformer
 from engine.sampling import SamplingParams, sample, softmax, top_entries
@@ -41,8 +41,8 @@ class Step:
     attention: list | None  # per layer [H, S] weights of the last input position (trace only)
     cache_tokens: int  # positions held in the KV cache after the step (0 without a cache)
     cache_bytes: int  # bytes those positions take
-    flops: int  # analytic matmul FLOPs of the step (engine.costs)
-    bytes_moved: int  # analytic bytes moved by the step (engine.costs)
+    flops: int  # analytic matmul FLOPs of the step (engine.analysis.costs)
+    bytes_moved: int  # analytic bytes moved by the step (engine.analysis.costs)
     seconds: float  # measured wall time of the forward pass and the draw
     logits: np.ndarray | None = None  # [V] float32, trace only
     trace: Trace | None = None  # the whole pass (every input position), trace only; not in to_dict

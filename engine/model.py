@@ -37,8 +37,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.backend import xp_name
-from engine.cache import BaseCache, Cache, KVCache
+from engine.arrays import xp_name
+from engine.caches.base import BaseCache, Cache
+from engine.caches.contiguous import KVCache
 from engine.checks import check_fits, check_ids, check_int
 from engine.config import Config
 
@@ -106,7 +107,7 @@ def apply_rope(x, cos, sin, xp):
 # --------------------------------------------------------------------------- attention
 
 
-def softmax(s, xp):
+def attention_softmax(s, xp):
     """Row-wise softmax of float32 scores [..., S] (masked entries are -inf)."""
     e = xp.exp(s - s.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -170,7 +171,7 @@ def attention(x, layer: Layer, c: Config, cos, sin, pos: int, cache: Cache | Non
     hidden = attention_mask(c, pos, T, key_pos, xp)  # [T, S] or None
     if hidden is not None:
         scores = xp.where(hidden, -xp.inf, scores)  # [H, T, S]
-    probs = softmax(scores, xp)  # [H, T, S] float32
+    probs = attention_softmax(scores, xp)  # [H, T, S] float32
     observe = getattr(cache, "observe_attention", None)  # optional: a cache that evicts by attention (H2O)
     if observe is not None:
         observe(index, probs)

@@ -32,7 +32,7 @@ Drafters (anything with ``reset(ids)``, ``propose(ids, k) -> list[int]`` and
 * ``NgramDrafter``: prompt-lookup decoding: find the last n tokens earlier in the text and
   propose what followed them there (no model at all).
 
-Costs (FLOPs and bytes from engine.costs' conventions, time from a roofline) are at the end.
+Costs (FLOPs and bytes from engine.analysis.costs' conventions, time from a roofline) are at the end.
 """
 from __future__ import annotations
 
@@ -40,9 +40,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from engine import costs
-from engine.backend import to_numpy
-from engine.cache import BaseCache
+from engine.analysis import costs
+from engine.arrays import to_numpy
+from engine.caches.base import BaseCache
 from engine.checks import check_fits, check_ids, check_int, check_number
 from engine.model import Transformer, weight_shapes
 
@@ -269,7 +269,7 @@ def greedy_ids(model: Transformer, prompt, max_new_tokens: int, eos_id: int | No
 
 # --------------------------------------------------------------------------- costs
 #
-# engine.costs counts one decode step; a verification pass scores n tokens at once. Same
+# engine.analysis.costs counts one decode step; a verification pass scores n tokens at once. Same
 # conventions: matmul FLOPs, weights read once per pass, K/V of every position read and of
 # the new ones written. For n = 1 both equal decode_step_flops / decode_step_bytes.
 

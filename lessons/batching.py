@@ -1,7 +1,7 @@
-"""Plate 8: batching and chunked prefill. The engine's scheduler (engine/scheduler.py) serves
+"""Plate 8: batching and chunked prefill. The engine's scheduler (engine/analysis/scheduler.py) serves
 the reader's requests, arriving a few server steps apart, with static or continuous batching
 and with or without chunked prefill; each step is timed as Llama 3 8B (fp16) would take it on
-an NVIDIA H100 SXM (max(bytes / bandwidth, FLOPs / peak), engine.costs' counts). The figures
+an NVIDIA H100 SXM (max(bytes / bandwidth, FLOPs / peak), engine.analysis.costs' counts). The figures
 show who waits, prefills and decodes at each step, every request's time to first token and
 time per output token, and the four policies side by side. No model runs here: the schedule
 depends on token counts only (the paging demo runs the same scheduler with the course model).
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine import costs, serving
-from engine.scheduler import Policy, Request, request_timings, run_paged_counts, step_seconds
-from engine.shapes import config_from_shape
+from engine.analysis import costs, serving
+from engine.analysis.model_shapes import config_from_shape
+from engine.analysis.scheduler import Policy, Request, request_timings, run_paged_counts, step_seconds
 from lessons import labels as L
 from lessons.base import checkbox, select, slider
 from lessons.devices import DEVICES
@@ -220,12 +220,12 @@ def _note_costs(requests: list[Request], lang: str) -> str:
     d, p = (fmt_seconds(max(x)) for x in (dec, pre))
     name = t(DEVICES[DEVICE].name, lang)
     return t({"en": (f"Each step is timed as {SHAPE} in fp16 on an {name}: the larger of its bytes over the memory "
-                     f"bandwidth and its FLOPs over the peak (engine.costs counts both). One decode step after a "
+                     f"bandwidth and its FLOPs over the peak (engine.analysis.costs counts both). One decode step after a "
                      f"{fmt_int(P)}-token prompt takes {d}, set by memory: moving the bytes takes {fmt_seconds(dec[0])}, "
                      f"the arithmetic {fmt_seconds(dec[1])}. Prefilling those {fmt_int(P)} tokens in one step takes {p}, "
                      f"set by arithmetic ({fmt_seconds(pre[1])}; the bytes {fmt_seconds(pre[0])})."),
               "zh-TW": (f"每一步的時間，照 fp16 的 {SHAPE} 在 {name} 上估算：取「位元組 ÷ 記憶體頻寬」和「浮點運算次數 ÷ "
-                        f"峰值」兩者中較大的（兩者都由 engine.costs 計算）。在 {fmt_int(P)} 個詞元的提示詞之後解碼一步要 {d}，"
+                        f"峰值」兩者中較大的（兩者都由 engine.analysis.costs 計算）。在 {fmt_int(P)} 個詞元的提示詞之後解碼一步要 {d}，"
                         f"由記憶體決定：搬位元組要 {fmt_seconds(dec[0])}，運算只要 {fmt_seconds(dec[1])}。把這 {fmt_int(P)} "
                         f"個詞元一步預填完要 {p}，由運算決定（運算 {fmt_seconds(pre[1])}，搬位元組 {fmt_seconds(pre[0])}）。")},
              lang)

@@ -5,7 +5,7 @@ Plate 7 shrinks the cache with fewer bits per number; the calculators of plates 
 tokens/s ceiling, with the weights kept in their own format. 16 is how the published models
 are served (fp16 / bf16); 8 is int8 or fp8; 4 is 4-bit codes; 3.5 and 2.5 are averages over
 the cache (codes of 3 or 2 bits plus the scales and zero points they need, or some numbers
-kept at more bits), the settings TurboQuant reports. The sizes come from engine.costs'
+kept at more bits), the settings TurboQuant reports. The sizes come from engine.analysis.costs'
 ``kv_bits``, which takes any of them.
 """
 from __future__ import annotations

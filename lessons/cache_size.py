@@ -2,7 +2,7 @@
 
     cache = 2 (K and V) × layers × KV heads × head_dim × tokens kept × batch × bits per number ÷ 8
 
-Shapes come from engine.shapes (published configs), the size from engine.costs.kv_cache_size,
+Shapes come from engine.analysis.model_shapes (published configs), the size from engine.analysis.costs.kv_cache_size,
 which keeps a sliding-window model (Mistral 7B) at its last W positions and takes the cache's
 bits apart from the weights' format (plate 7's quantized caches: 8, 4, 3.5, 2.5 bits). This
 lesson only chooses the points to show and writes the formula out with the reader's numbers.
@@ -13,13 +13,13 @@ import functools
 import math
 import re
 
-from engine import costs
-from engine.shapes import MODEL_SHAPES, config_from_shape
+from engine.analysis import costs
+from engine.analysis.model_shapes import MODEL_SHAPES, config_from_shape
 from lessons import cache_bits
 from lessons import labels as L
 from lessons.base import select, slider
-from lessons.model_options import NOT_LLAMA  # their cache size is exact, a Llama-style weight count is not
 from lessons.figures import COLORS, HIGHLIGHT, figure, floats, fmt_bytes, fmt_int, fmt_percent, layout, t, table
+from lessons.model_options import NOT_LLAMA  # their cache size is exact, a Llama-style weight count is not
 
 TITLE = {"en": "KV cache size calculator", "zh-TW": "KV 快取大小計算器"}
 
@@ -198,13 +198,13 @@ def _caveats(shape, context: int, lang: str) -> list[str]:
 
 
 _HF_SOURCE = re.compile(r"^config\.json of the Hugging Face repository (\S+)(?: \((.*)\))?$")
-# Remarks engine.shapes adds after a citation, as a zh-TW reader gets them (an unknown one stays as it is).
+# Remarks engine.analysis.model_shapes adds after a citation, as a zh-TW reader gets them (an unknown one stays as it is).
 _ZH_REMARKS = {"Not a Llama: learned positions, no RoPE (rope_theta is the engine default)":
                "它不是 Llama 架構：位置編碼是學出來的，沒有 RoPE（rope_theta 只是引擎的預設值）"}
 
 
 def _zh_source(source: str) -> str:
-    """engine.shapes' English citation as Taiwanese writing cites: the repository's config.json,
+    """engine.analysis.model_shapes' English citation as Taiwanese writing cites: the repository's config.json,
     titles in 〈〉, 等人, 表 N and full-width punctuation; repository ids and config keys unchanged."""
     out = []
     for part in source.split("; "):

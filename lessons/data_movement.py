@@ -3,7 +3,7 @@
 With the KV cache, a decode step does little arithmetic per byte: every weight is read to be
 used once per sequence, and the cache part of the traffic grows with the context (up to the
 window of a sliding-window model, Mistral 7B), in the cache's own bits per number, which the
-reader sets apart from the weights'. FLOPs and bytes come from engine.costs (through
+reader sets apart from the weights'. FLOPs and bytes come from engine.analysis.costs (through
 lessons/step_costs.py); energies per operation are
 Horowitz's 45 nm estimates in the per-32-bit form Han et al. tabulated. The notes keep the two
 ratios apart: per operation (a DRAM read against one add or multiply, hundreds of times) and
@@ -200,9 +200,9 @@ def _notes_step(s: Setting, rows, lang) -> list[str]:
            "zh-TW": (f"上下文有 {fmt_int(context)} 個詞元時，一步要搬 {fmt_bytes(w)} 的權重和 {fmt_bytes(kv)} 的 KV 快取，"
                      f"卻只做 {fmt_si(f, 'FLOP')} 的運算：每個位元組 {fmt_num(f / (w + kv))} FLOP。和只有第一個詞元時相比，"
                      f"每一步搬的位元組 {grow_b}，浮點運算次數 {grow_f}。")}, lang),
-        t({"en": (f"FLOPs and bytes from engine.costs (weights in {s.fmt}, {s.nbytes} bytes each; KV cache at {b:g} bits "
+        t({"en": (f"FLOPs and bytes from engine.analysis.costs (weights in {s.fmt}, {s.nbytes} bytes each; KV cache at {b:g} bits "
                   "per number; matmul FLOPs only)."),
-           "zh-TW": (f"浮點運算次數與位元組數由 engine.costs 計算（權重用 {s.fmt}，每個 {s.nbytes} 位元組；KV 快取每個數字 "
+           "zh-TW": (f"浮點運算次數與位元組數由 engine.analysis.costs 計算（權重用 {s.fmt}，每個 {s.nbytes} 位元組；KV 快取每個數字 "
                      f"{b:g} 位元；只計矩陣乘法）。")}, lang),
     ]
 

@@ -26,7 +26,7 @@ DRAFTERS = {
     "ngram": {"en": "n-gram lookup in the text", "zh-TW": "在文字裡搜尋 n-gram"},
 }
 
-# The length comes first: tools.bench_live changes the first slider, and a new length decodes
+# The length comes first: tools.bench.bench_live changes the first slider, and a new length decodes
 # the greedy text again (a new K or draft reuses it), so the benchmark times the slower path.
 CONTROLS = (
     prompt_control({"en": "In the morning, the cat", "zh-TW": "我們今天"}),
@@ -132,8 +132,8 @@ def _figure_time(run, est, lang) -> dict:
             {"type": "bar", "name": draft, "x": [greedy, spec], "y": floats([0, est.draft_s * 1e6]),
              "marker": {"color": COLORS["orange"]}, "hovertemplate": "%{y:.3g} µs<extra></extra>"}]
     device = DEVICES[DEVICE]
-    title = t({"en": f"Estimated time on an {t(device.name, 'en')} (roofline, engine.costs)",
-               "zh-TW": f"在 {t(device.name, 'zh-TW')} 上的估計時間（Roofline 模型、engine.costs）"}, lang)
+    title = t({"en": f"Estimated time on an {t(device.name, 'en')} (roofline, engine.analysis.costs)",
+               "zh-TW": f"在 {t(device.name, 'zh-TW')} 上的估計時間（Roofline 模型、engine.analysis.costs）"}, lang)
     lay = layout("", t({"en": "microseconds", "zh-TW": "微秒"}, lang), barmode="stack", legend={"traceorder": "normal"})
     n_greedy = len(run.generated) - 1
     cols = [t({"en": "decoding", "zh-TW": "解碼方式"}, lang), t({"en": "passes of the model", "zh-TW": "模型執行次數"}, lang),

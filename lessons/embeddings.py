@@ -1,7 +1,7 @@
 """Plate 3: embeddings are coordinates on a semantic map. The course model's embedding rows of
 the drinks / royalty / fruit words (both languages) are projected to 2-D with PCA; the
 reader's own words are placed on the same map, with their nearest neighbours by cosine
-similarity. The groups come from engine.corpus; the map from the trained weights alone.
+similarity. The groups come from engine.training.corpus; the map from the trained weights alone.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 import numpy as np
 
 from engine import load_course_model
-from engine.corpus import GROUP_LABELS, SEMANTIC_GROUPS
+from engine.training.corpus import GROUP_LABELS, SEMANTIC_GROUPS
 from lessons import labels as L
 from lessons.base import LessonInputError, select, text
 from lessons.figures import COLORS, figure, floats, fmt_num, fmt_percent, layout, t, table

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import functools
 
-from engine import costs, load_course_model, serving
-from engine.shapes import MODEL_SHAPES, config_from_shape
+from engine import load_course_model
+from engine.analysis import costs, serving
+from engine.analysis.model_shapes import MODEL_SHAPES, config_from_shape
 from lessons.base import LANGS
 from lessons.figures import fmt_bytes, fmt_int, fmt_num, fmt_percent
 from lessons.tokens import real_counts
 
-# fact-key prefix -> engine.shapes name
+# fact-key prefix -> engine.analysis.model_shapes name
 REAL_MODELS = {"llama3_8b": "Llama 3 8B", "llama3_70b": "Llama 3 70B", "llama2_7b": "Llama 2 7B",
                "mistral_7b": "Mistral 7B", "gpt2": "GPT-2 small"}
 
@@ -68,14 +69,14 @@ def _real_facts(prefix: str, name: str) -> dict[str, str]:
         f"{prefix}.kv_size_32k": fmt_bytes(kv(32768)),
         f"{prefix}.kv_size_128k": fmt_bytes(kv(131072)),
     }
-    if prefix in NOT_LLAMA:  # engine.costs counts a Llama block; GPT-2's MLP and embeddings differ
+    if prefix in NOT_LLAMA:  # engine.analysis.costs counts a Llama block; GPT-2's MLP and embeddings differ
         del out[f"{prefix}.params"], out[f"{prefix}.weights_size_fp16"]
     return out
 
 
 def _tokenizer_facts() -> dict[str, str]:
     """Vocabulary sizes of the production tokenizers the tokens demo compares with, as
-    counted from the package's own vocabulary by tools/real_token_counts.py."""
+    counted from the package's own vocabulary by tools/site/real_token_counts.py."""
     out = {}
     for r in real_counts()["tokenizers"]:  # vocab_size counts the regular tokens only, as the package lists them
         out[f"tokenizers.{r['name']}.vocab_size"] = fmt_int(r["vocab_size"])
@@ -125,7 +126,7 @@ SERVING_AVERAGE = 1024  # the paging example: requests that really hold 1K token
 
 
 def _serving_facts() -> dict[str, str]:
-    """Llama 3 8B (fp16) on the GPUs of engine.serving, and the paged cache's block sizes."""
+    """Llama 3 8B (fp16) on the GPUs of engine.analysis.serving, and the paged cache's block sizes."""
     model, _tok = load_course_model()
     s = MODEL_SHAPES["Llama 3 8B"]
     cfg = config_from_shape(s)
@@ -161,8 +162,8 @@ SCHED_CHUNK = 512  # its chunked-prefill example: a 4K prompt in chunks of 512 t
 
 
 def _scheduler_facts() -> dict[str, str]:
-    """Plate 8's scheduling numbers: Llama 3 8B (fp16) timed on an H100 SXM by engine.scheduler."""
-    from engine import scheduler as sch
+    """Plate 8's scheduling numbers: Llama 3 8B (fp16) timed on an H100 SXM by engine.analysis.scheduler."""
+    from engine.analysis import scheduler as sch
     from lessons.devices import DEVICES
     from lessons.figures import fmt_seconds, fmt_si
 
@@ -196,7 +197,7 @@ KEEP_TOKENS, KEEP_BUDGET, KEEP_SINKS = 128, 32, 4  # the length of the course mo
 
 def _latent_facts() -> dict[str, str]:
     """DeepSeek-V2 (MLA) and DeepSeek 67B (GQA): elements and bytes per token, and the paper's 93.3 %."""
-    from engine.shapes import DEEPSEEK_67B as d, LATENT_SHAPES
+    from engine.analysis.model_shapes import DEEPSEEK_67B as d, LATENT_SHAPES
 
     s = LATENT_SHAPES["DeepSeek-V2"]
     mla = costs.latent_cache_bytes(s.n_layers, s.kv_lora_rank, s.qk_rope_head_dim, 1)  # 16 bits

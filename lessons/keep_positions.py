@@ -12,7 +12,7 @@ Quality is measured against the full cache at every position: the KL divergence 
 next-token distributions and whether the most likely token is the same. Then each cache
 writes CONTINUE more tokens greedily. Nothing is precomputed: the texts are new documents
 from the course corpus's templates (a seed training did not use), cut at TEXT_TOKENS, inside
-the length of the rows the model was trained on (128, engine/train.py). Plate 7's table runs
+the length of the rows the model was trained on (128, engine/training/train.py). Plate 7's table runs
 the same functions on a longer text at build time (lessons/facts.py).
 """
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import NamedTuple
 import numpy as np
 
 from engine import KVCache, RollingKVCache, Transformer, load_course_model
-from engine.corpus import build_documents
-from engine.evicting_cache import HeavyHitterKVCache
-from engine.sink_cache import SinkKVCache
+from engine.caches.evicting import HeavyHitterKVCache
+from engine.caches.sink import SinkKVCache
+from engine.training.corpus import build_documents
 from lessons import labels as L
 from lessons.base import LessonInputError, select, slider
 from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_num, fmt_percent, layout, show_piece, t, table

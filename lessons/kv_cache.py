@@ -2,7 +2,7 @@
 twice, step by step: once keeping keys and values in the cache (each step feeds only the
 newest token) and once without (each step runs the whole text again). Both give the same
 tokens; the work differs. Cache bytes are read from the engine's cache arrays, FLOPs from
-engine.costs, and the seconds are measured here, on whatever machine runs the lesson.
+engine.analysis.costs, and the seconds are measured here, on whatever machine runs the lesson.
 """
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def _figure_flops(cached, uncached, lang) -> dict:
     data = [{"type": "scatter", "mode": "lines+markers", "name": lbl, "x": x, "y": [s.flops for s in run_],
              "line": {"color": color}, "hovertemplate": f"%{{y:,}} FLOPs<extra>{lbl}</extra>"}
             for lbl, run_, color in _series(cached, uncached, lang)]
-    title = t({"en": "Work per step: FLOPs (engine.costs)", "zh-TW": "每一步的運算量：浮點運算次數（engine.costs）"}, lang)
+    title = t({"en": "Work per step: FLOPs (engine.analysis.costs)", "zh-TW": "每一步的運算量：浮點運算次數（engine.analysis.costs）"}, lang)
     lay = layout(t(STEP_AXIS, lang), "FLOPs", xaxis=axis, yaxis={"rangemode": "tozero"})
     cols = [t(L.STEP, lang), t({"en": "tokens fed (with cache)", "zh-TW": "輸入詞元數（使用快取）"}, lang),
             t({"en": "FLOPs with cache", "zh-TW": "FLOPs（使用快取）"}, lang),

@@ -1,7 +1,7 @@
 """Plate 7: a quantized KV cache against the float cache, on the same prompt.
 
 The course model decodes the prompt greedily for 16 steps twice: with the float cache and
-with a quantized cache (engine.quant_cache, the reader's scheme and bits), each on its own
+with a quantized cache (engine.caches.quant, the reader's scheme and bits), each on its own
 choices, so the two texts can part. Attention is compared pass by pass while both read the
 same tokens: the prompt, then every step up to the first divergence. Shown: what the
 cache's bytes are made of, the effective bits per number as the text grows, the attention
@@ -15,9 +15,9 @@ import functools
 import numpy as np
 
 from engine import Generator, QuantKVCache, SamplingParams, load_course_model
-from engine.quant_cache import channel_magnitudes, outlier_ratio, random_rotation
-from lessons.base import select
+from engine.caches.quant import channel_magnitudes, outlier_ratio, random_rotation
 from lessons import labels as L
+from lessons.base import select
 from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_percent, layout, show_piece, t, table, unique_labels
 from lessons.prompts import encode_prompt, prompt_control
 

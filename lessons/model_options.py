@@ -1,14 +1,14 @@
 """The models a cost lesson can be asked about: the course model or a published shape.
 
 Cost lessons (roofline, data movement) need only an engine Config: the course model's own,
-or one built from a real model's published shape (engine.shapes). Both come from here so the
+or one built from a real model's published shape (engine.analysis.model_shapes). Both come from here so the
 select boxes list the same models in the same order everywhere.
 """
 from __future__ import annotations
 
 from engine import load_course_model
+from engine.analysis.model_shapes import MODEL_SHAPES, config_from_shape
 from engine.config import Config
-from engine.shapes import MODEL_SHAPES, config_from_shape
 
 COURSE = "course"
 # Shapes the engine's Llama-style cost formulas would get wrong (GPT-2: two-matrix GELU MLP,

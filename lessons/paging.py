@@ -1,10 +1,10 @@
-"""Plate 8: serving many readers. The engine's scheduler (engine/scheduler.py) serves the
+"""Plate 8: serving many readers. The engine's scheduler (engine/analysis/scheduler.py) serves the
 reader's requests three ways in the same memory -- contiguous max-length reservations, the
 engine's paged cache, and the paged cache with a shared prefix -- with the course model
 computing every token once (the other paged run stores the same entries through its own
 pool). The figures show which request holds each block, step by step, how much of the memory
 held entries, and how many requests ran at once. Beside it, the same mix for Llama 3 8B on an
-80 GB and a 141 GB GPU (the memory each reports), from the formula (engine.serving).
+80 GB and a 141 GB GPU (the memory each reports), from the formula (engine.analysis.serving).
 """
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import math
 
 import numpy as np
 
-from engine import costs, load_course_model, serving
-from engine.scheduler import PREFIX, SHARED, Request, min_blocks, run_contiguous, run_paged
-from engine.shapes import MODEL_SHAPES, config_from_shape
+from engine import load_course_model
+from engine.analysis import costs, serving
+from engine.analysis.model_shapes import MODEL_SHAPES, config_from_shape
+from engine.analysis.scheduler import PREFIX, SHARED, Request, min_blocks, run_contiguous, run_paged
 from lessons import labels as L
 from lessons.base import LessonInputError, select, slider
 from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_int, fmt_num, layout, t, table
@@ -291,7 +292,7 @@ def _mean_up(xs: list[int]) -> int:
 
 
 def real_shape(requests: list[Request], block_size: int = REAL_BLOCK) -> dict:
-    """The reader's mix scaled to Llama 3 8B's window, on each GPU of engine.serving (fp16)."""
+    """The reader's mix scaled to Llama 3 8B's window, on each GPU of engine.analysis.serving (fp16)."""
     s = MODEL_SHAPES[REAL_SHAPE]
     scale = s.max_seq_len // load_course_model()[0].config.max_seq_len
     slot = costs.kv_cache_bytes(s.n_layers, s.n_kv_heads, s.head_dim, 1, 1, FP16)
@@ -404,7 +405,7 @@ def _note_summary(requests, runs, lang):
 
 def _note_model(b, c, lang):
     """Where the course model ran, and what a preempted request went through."""
-    model = b if c is b or not c.forwards else c  # the run in which the model ran (engine/scheduler.py)
+    model = b if c is b or not c.forwards else c  # the run in which the model ran (engine/analysis/scheduler.py)
     where = "(c)" if model is c and c is not b else "(b)"
     written = sum(len(a) for a in model.answers.values())
     return t({"en": (f" The course model ran {model.forwards} forward passes in {where}, writing all {written} answer "
@@ -440,9 +441,9 @@ def _note_batch(runs, lang):
     alone = sum(serving.batch_decode_step_bytes(cfg, [c]) for c in contexts)
     w = serving.resident_weight_bytes(cfg)
     return t({"en": (f"Batching: one server step for {n} requests reads the weights once ({fmt_bytes(w)}): "
-                     f"{fmt_bytes(batch)} in all; {n} separate steps would move {fmt_bytes(alone)} (engine.serving)."),
+                     f"{fmt_bytes(batch)} in all; {n} separate steps would move {fmt_bytes(alone)} (engine.analysis.serving)."),
               "zh-TW": (f"批次處理：伺服器替 {n} 個請求跑的一步，權重只讀一次（{fmt_bytes(w)}），連同快取一共搬 {fmt_bytes(batch)}；"
-                        f"分開跑 {n} 步則要搬 {fmt_bytes(alone)}（engine.serving）。")}, lang)
+                        f"分開跑 {n} 步則要搬 {fmt_bytes(alone)}（engine.analysis.serving）。")}, lang)
 
 
 def _note_real(real, lang):

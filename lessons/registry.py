@@ -30,8 +30,8 @@ LESSONS = {
     "batching": "batching",
     "draft_verify": "draft_verify",
     "flash_decoding": "flash_decoding",
-    "bench_browser": "bench_browser",
-    "bench_results": "bench_page",
+    "bench_browser": "bench.browser",
+    "bench_results": "bench.page",
 }
 
 

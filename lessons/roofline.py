@@ -4,7 +4,7 @@ A step that does F FLOPs and moves B bytes has arithmetic intensity I = F / B. A
 peak P FLOP/s and bandwidth W bytes/s can run it at most at min(P, I × W) FLOP/s; the two
 roofs meet at the ridge I = P / W. Decode at batch 1 reads every weight to use it once, so
 its I is about 1 FLOP/byte in 16-bit numbers, hundreds of times left of a GPU's ridge.
-FLOPs and bytes come from engine.costs (through lessons/step_costs.py: the device's weight
+FLOPs and bytes come from engine.analysis.costs (through lessons/step_costs.py: the device's weight
 format, the reader's cache bits, Mistral 7B's sliding window); the peaks from
 lessons/devices.py (with sources).
 """
@@ -128,9 +128,9 @@ def _notes(dev, pts, values, lang) -> list[str]:
                   f"{fmt_int(context)} prompt tokens, {where['en']}."),
            "zh-TW": (f"一次解碼 {batch} 個序列，每次讀進來的權重就用了 {batch} 次；預填則讓提示詞的 {fmt_int(context)} 個"
                      f"詞元共用同一次讀取，{where['zh-TW']}。")}, lang),
-        t({"en": (f"Costs from engine.costs with {formats['en']}: matmul FLOPs; the weights read once per step, plus "
+        t({"en": (f"Costs from engine.analysis.costs with {formats['en']}: matmul FLOPs; the weights read once per step, plus "
                   f"the KV cache traffic. Peaks are datasheet maxima, not measurements. Source: {dev.source['en']}"),
-           "zh-TW": L.zh_join("成本由 engine.costs 計算，數字格式為", formats["zh-TW"],
+           "zh-TW": L.zh_join("成本由 engine.analysis.costs 計算，數字格式為", formats["zh-TW"],
                               f"：只計矩陣乘法的浮點運算次數；每一步讀一次權重，加上 KV 快取的讀寫。"
                               f"峰值是規格表上的上限，不是實測。來源：{dev.source['zh-TW']}")}, lang),
     ]

@@ -3,7 +3,7 @@
     cache = 2 (K and V) × layers × KV heads × head_dim × positions kept × bits per number ÷ 8
 
 Fewer KV heads (MHA → GQA → MQA), fewer positions (a sliding window caps them at W), fewer
-bits per number. Every size comes from engine.costs.kv_cache_size on an engine Config (the
+bits per number. Every size comes from engine.analysis.costs.kv_cache_size on an engine Config (the
 course model's own, or a published shape with one field changed); this lesson only picks
 the points and writes the formula out with the reader's numbers.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine import costs
+from engine.analysis import costs
 from lessons import cache_bits, model_options
 from lessons import labels as L
 from lessons.base import select, slider

@@ -1,10 +1,10 @@
 """What one step costs a batch: FLOPs, and the bytes of weights and KV cache it moves.
 
-``engine.costs`` counts one sequence. Serving differs in two ways the cost lessons (roofline,
+``engine.analysis.costs`` counts one sequence. Serving differs in two ways the cost lessons (roofline,
 data movement) both need: a decode step reads the weights once for the whole batch while each
 sequence reads its own cache, and the weights and the cache are often stored in different
 formats (a laptop runs 4-bit weights beside an fp16 cache; plate 7 quantizes the cache and
-leaves the weights alone). The counts come from ``engine.costs``, sliding window included (a
+leaves the weights alone). The counts come from ``engine.analysis.costs``, sliding window included (a
 Mistral 7B step reads at most W cached positions); only the batch and the two formats are
 applied here.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from engine import costs
+from engine.analysis import costs
 
 
 def _weight_bytes(n_weights: int, weight_bits: float) -> int:
@@ -20,7 +20,7 @@ def _weight_bytes(n_weights: int, weight_bits: float) -> int:
 
 
 def weights_read(cfg, context: int) -> int:
-    """Weights one cached decode step reads: engine.costs at 1 byte per number counts numbers,
+    """Weights one cached decode step reads: engine.analysis.costs at 1 byte per number counts numbers,
     and taking the step's KV numbers away leaves the weights (the same at every context)."""
     return costs.decode_step_bytes(cfg, context, True, dtype_bytes=1) - int(costs.decode_step_kv_bytes(cfg, context, kv_bits=8))
 

@@ -6,7 +6,7 @@ o200k_base) sit beside the course tokenizer's counts.
 A common Chinese character is one token in the course tokenizer; a rare one stays as two or
 three byte tokens, which the pieces show as their bytes ("<E5 A4>") instead of hiding them.
 The production tokenizers cannot run in Pyodide: their counts are package data written by
-``tools/real_token_counts.py`` (with the package's name and version) and read here.
+``tools/site/real_token_counts.py`` (with the package's name and version) and read here.
 """
 from __future__ import annotations
 
@@ -236,9 +236,9 @@ def _notes_real(tok, lang) -> list[str]:
     doc, reals = real_counts(), [r for r in real_tokenizers() if r["pairs"]]
     pkg = f"{doc['package']['name']} {doc['package']['version']}"
     source = {"en": f"Production counts: {pkg} (the vocabularies ship inside the package, nothing is downloaded), run "
-                    f"by tools/real_token_counts.py and stored with the course. These tokenizers do not run in the "
+                    f"by tools/site/real_token_counts.py and stored with the course. These tokenizers do not run in the "
                     f"browser, so your own text is counted by the course tokenizer only.",
-              "zh-TW": f"商用模型 tokenizer 的詞元數：由 tools/real_token_counts.py 用 {pkg} 算好後存進課程"
+              "zh-TW": f"商用模型 tokenizer 的詞元數：由 tools/site/real_token_counts.py 用 {pkg} 算好後存進課程"
                        f"（詞彙表就在套件裡，不必另外下載）。這些 tokenizer 無法在瀏覽器裡執行，"
                        f"所以你自己的文字只用課程的 tokenizer 計算。"}
     return [t(note, lang) for note in (_ratio_note(tok, reals), _why_note(tok, reals), source)]

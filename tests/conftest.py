@@ -1,13 +1,13 @@
 """Fixtures shared by the whole suite: a real build of the site, and a local server for it.
 
 ``built_site`` runs the real ``mkdocs build --strict`` once per test session (about the time
-the benchmark ``python tools/bench_build.py`` prints) and every site or browser test reads
+the benchmark ``python tools/bench/bench_build.py`` prints) and every site or browser test reads
 that one build. Set ``KV_BUILT_SITE=/path/to/site`` to reuse a build you already made (the
 path must hold a build of the current checkout; nothing checks that).
 
 ``site_server`` serves the build over HTTP under the same path prefix as the production
 ``site_url`` (``/kv-classroom/``), so absolute links, the language switcher and hreflang
-behave exactly as on GitHub Pages (``tools/site_server.py``, shared with the tools).
+behave exactly as on GitHub Pages (``tools/site/server.py``, shared with the tools).
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.site_build import build_site
-from tools.site_server import serve
+from tools.site.build import build_site
+from tools.site.server import serve
 
 
 @pytest.fixture(scope="session")

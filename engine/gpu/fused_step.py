@@ -24,7 +24,7 @@ and, later, captured as one CUDA graph. The number of launches does not depend o
 """
 from __future__ import annotations
 
-from engine.cache import KVCache
+from engine.caches.contiguous import KVCache
 from engine.gpu.kernels_ref import n_chunks
 from engine.model import Transformer
 

@@ -1,4 +1,4 @@
-"""Browser fixtures: Playwright's sync API driving the system Chromium (tools/chromium.py).
+"""Browser fixtures: Playwright's sync API driving the system Chromium (tools/site/chromium.py).
 
 ``browser`` (session) and ``page`` (one fresh context per test; console errors and uncaught
 page errors collect in ``page.console_errors``). Every test in tests/browser/ is marked
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tools import chromium
-from tools.demo_pages import demo_pages
+from tools.site import chromium
+from tools.site.demo_pages import demo_pages
 
 DESKTOP = {"width": 1280, "height": 900}
 
@@ -57,7 +57,7 @@ def page(browser):
 
 @pytest.fixture(scope="module")
 def pages(built_site):
-    """The built pages that embed demos (tools/demo_pages.py), both languages."""
+    """The built pages that embed demos (tools/site/demo_pages.py), both languages."""
     found = demo_pages(built_site)
     if not found:
         pytest.skip("the built site has no demos yet (no page embeds a ```kv-demo block)")

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from site_pages import PAGES, built, url_path
-from tools.demo_pages import WAIT_DIAGRAMS, diagram_count
+from tools.site.demo_pages import WAIT_DIAGRAMS, diagram_count
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from demos_strings import strings
-from tools.demo_pages import WAIT_PLOTTED, WAIT_RUN, block_pyodide, prefix_of, serve_pyodide
+from tools.site.demo_pages import WAIT_PLOTTED, WAIT_RUN, block_pyodide, prefix_of, serve_pyodide
 
 
 def _each_plotted_page(browser, site_server, pages, width, height):
@@ -242,7 +242,7 @@ def test_table_wrappers_are_focusable_named_regions(page, site_server, pages, la
 @pytest.mark.parametrize("lang", ["en", "zh-TW"])
 def test_table_wrappers_stay_regions_after_a_live_redraw(page, site_server, pages, lang):
     """A live run replaces the tables: the new wrappers keep tabindex, role and name.
-    Needs KV_PYODIDE_DIST (a local Pyodide distribution, see tools/pyodide_local.md)."""
+    Needs KV_PYODIDE_DIST (a local Pyodide distribution, see tools/site/pyodide_local.md)."""
     dist = os.environ.get("KV_PYODIDE_DIST")
     if not dist:
         pytest.skip("KV_PYODIDE_DIST not set: the live redraw needs a local Pyodide distribution")

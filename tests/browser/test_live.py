@@ -2,7 +2,7 @@
 
 Needs KV_PYODIDE_DIST: a folder holding a Pyodide distribution with NumPy
 (pyodide.mjs, pyodide.asm.*, python_stdlib.zip, pyodide-lock.json and the NumPy wheel the
-lock file names; tools/pyodide_local.md says how to assemble one). The test answers the
+lock file names; tools/site/pyodide_local.md says how to assemble one). The test answers the
 site's configured Pyodide index URL from that folder, so the built site is unchanged.
 
 Every demo gets one control changed; the figure must be recomputed in the browser, and
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from demos_strings import strings
-from tools.demo_pages import WAIT_PLOTTED, WAIT_RUN, attempts, prefix_of, serve_pyodide
+from tools.site.demo_pages import WAIT_PLOTTED, WAIT_RUN, attempts, prefix_of, serve_pyodide
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -46,7 +46,7 @@ def dist() -> Path:
     path = os.environ.get("KV_PYODIDE_DIST")
     if not path:
         pytest.skip("KV_PYODIDE_DIST not set: point it at a local Pyodide distribution with NumPy "
-                    "(see tools/pyodide_local.md) to run the demos in the browser")
+                    "(see tools/site/pyodide_local.md) to run the demos in the browser")
     dist = Path(path)
     missing = [n for n in ("pyodide.mjs", "pyodide-lock.json", "python_stdlib.zip") if not (dist / n).is_file()]
     if missing:

@@ -1,5 +1,5 @@
 """Page weight: what a reader's browser downloads for each page, before any interaction, in
-both languages (tools/page_weight.py measures; ``python -m tools.page_weight`` prints the
+both languages (tools/site/page_weight.py measures; ``python -m tools.site.page_weight`` prints the
 table). Budgets: 3.5 MB any page, 1.5 MB a page without demos (uncompressed bytes, MB =
 1,000,000). Bytes are deterministic for a build, so these are tests, not benchmarks.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from site_pages import PAGES, url_path
-from tools.page_weight import BUDGET_BYTES, BUDGET_NO_DEMOS_BYTES, measure, site_pages
+from tools.site.page_weight import BUDGET_BYTES, BUDGET_NO_DEMOS_BYTES, measure, site_pages
 
 pytestmark = pytest.mark.slow
 

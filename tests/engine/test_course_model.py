@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from engine import Generator, SamplingParams
-from engine.corpus import SEMANTIC_GROUPS, build_documents, corpus_text
 from engine.course import course_model_metadata, load_course_model, read_model_file
+from engine.training.corpus import SEMANTIC_GROUPS, build_documents, corpus_text
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,7 @@ def test_groups_separate_on_a_2d_pca_map(course):
 
 def test_map_is_learned_not_random(course):
     """The same measurement on the embeddings before training is far from separated."""
-    from engine.train_grad import init_params
+    from engine.training.grad import init_params
 
     model, tok = course
     init = init_params(model.config, course_model_metadata()["settings"]["seed"])["embed"]
@@ -136,7 +136,7 @@ def test_map_is_learned_not_random(course):
 @pytest.mark.skipif(os.environ.get("KV_RETRAIN") != "1",
                     reason="retrains the course model from scratch (minutes of CPU); set KV_RETRAIN=1")
 def test_retraining_reproduces_the_shipped_model(tmp_path, course):
-    from engine.train import main
+    from engine.training.train import main
 
     meta = course_model_metadata()
     assert main(["--out", str(tmp_path), "--steps", str(meta["settings"]["steps"]),

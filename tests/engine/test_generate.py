@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from engine import Generator, SamplingParams, Step, Transformer
-from engine.costs import decode_step_bytes, decode_step_flops, prefill_bytes, prefill_flops
+from engine.analysis.costs import decode_step_bytes, decode_step_flops, prefill_bytes, prefill_flops
 from engine.sampling import softmax
 
 

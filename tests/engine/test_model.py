@@ -219,7 +219,7 @@ def test_numpy_int_ids_are_fine(m):
 
 
 def test_backend_choice_is_checked():
-    from engine.backend import get_xp, to_numpy, xp_name
+    from engine.arrays import get_xp, to_numpy, xp_name
 
     assert get_xp("numpy") is np and xp_name(np) == "numpy"
     with pytest.raises(ValueError, match="unknown backend 'torch'"):
@@ -242,7 +242,7 @@ def test_engine_imports_without_the_course_parts_and_without_torch():
         "import sys\n"
         "sys.modules['engine.tokenizer'] = None; sys.modules['engine.course'] = None\n"
         "sys.modules['torch'] = None; sys.modules['transformers'] = None; sys.modules['cupy'] = None\n"
-        "import engine, engine.hf, engine.costs, engine.shapes\n"
+        "import engine, engine.hf, engine.analysis.costs, engine.analysis.model_shapes\n"
         "from engine import Config, Transformer, KVCache, SamplingParams, Generator, Step\n"
         "try:\n    engine.Tokenizer\nexcept ImportError:\n    print('lazy ok')\n"
     )

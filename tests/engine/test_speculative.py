@@ -1,10 +1,10 @@
 """Speculative decoding: greedy output unchanged, the cache rolled back to the accepted text,
-drafters that guess, costs that reduce to engine.costs' decode step, and clear errors."""
+drafters that guess, costs that reduce to engine.analysis.costs' decode step, and clear errors."""
 import numpy as np
 import pytest
 
 from engine import BlockPool, KVCache, Transformer, load_course_model
-from engine import costs
+from engine.analysis import costs
 from engine.speculative import (LayerDrafter, NgramDrafter, estimate_time, greedy_ids, pass_bytes,
                                 pass_flops, roofline_seconds, speculative_generate, truncated_model)
 

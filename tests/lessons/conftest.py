@@ -19,7 +19,7 @@ def _course_model_available() -> str | None:
         load_course_model()
         return None
     except (FileNotFoundError, OSError) as e:
-        return f"the trained course model is not in engine/data yet ({e.__class__.__name__}); run python -m engine.train"
+        return f"the trained course model is not in engine/data yet ({e.__class__.__name__}); run python -m engine.training.train"
 
 
 @pytest.fixture(scope="session")

@@ -22,10 +22,11 @@ import re
 from typing import Iterator
 from unittest import mock
 
-from engine.corpus import SEMANTIC_GROUPS
 from engine.tokenizer import Tokenizer
-from lessons import bench_browser, registry
+from engine.training.corpus import SEMANTIC_GROUPS
+from lessons import registry
 from lessons.base import LessonInputError
+from lessons.bench import browser as bench_browser
 from lessons.figures import show_piece
 from lessons.tokens import PAIRS
 

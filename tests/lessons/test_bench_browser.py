@@ -7,7 +7,8 @@ import math
 import pytest
 from lesson_checks import check_both_languages, check_describe, check_output, run_json_ok
 
-from lessons import bench_browser, registry
+from lessons import registry
+from lessons.bench import browser as bench_browser
 
 TINY = {"max_context": "32", "repeats": 1}
 
@@ -25,7 +26,7 @@ def test_default_render_times_nothing_and_offers_the_button(course, monkeypatch)
 
 def test_committed_course_numbers_are_drawn(course):
     ref = bench_browser.committed_course_points()
-    assert ref is not None, "no committed CPU results of the course model (engine/bench/results/cpu-*.json)"
+    assert ref is not None, "no committed CPU results of the course model (engine/bench_results/results/cpu-*.json)"
     label, points = ref
     out = registry.run("bench_browser", None, "en")
     trace = next(tr for tr in out["figures"][0]["figure"]["data"] if tr["name"] == f"{label} — with cache")

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from lesson_checks import check_both_languages, check_describe, check_output, numbers, records, run_json_ok
 
-from lessons import bench_page, registry
+from lessons import registry
+from lessons.bench import page as bench_page
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS_DIR = ROOT / "engine" / "bench" / "results"
+RESULTS_DIR = ROOT / "engine" / "bench_results" / "results"
 FILES = sorted(RESULTS_DIR.glob("*.json"))
 
 
@@ -25,9 +26,9 @@ def _shapes() -> list[str]:
 
 
 def test_committed_results_exist_and_match_the_schema():
-    from engine.bench.schema import ResultsInvalid, validate
+    from engine.bench_results.schema import ResultsInvalid, validate
 
-    assert FILES, "no results committed in engine/bench/results/"
+    assert FILES, "no results committed in engine/bench_results/results/"
     for stem, doc in _docs().items():
         try:
             validate(doc)
@@ -38,7 +39,7 @@ def test_committed_results_exist_and_match_the_schema():
 def test_results_are_package_data_the_lesson_can_read():
     assert sorted(bench_page._RESULTS) == [p.stem for p in FILES]
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert '"bench/results/*.json"' in text  # so the Pyodide wheel carries them too
+    assert '"bench_results/results/*.json"' in text  # so the Pyodide wheel carries them too
 
 
 def test_describe_offers_every_file_and_shape():
@@ -127,7 +128,7 @@ def _cpu_only(monkeypatch):
 
 
 def test_the_default_view_shows_the_gpu_results_when_there_are_some():
-    assert _gpu_docs(), "no GPU results committed (engine/bench/results/gpu-*.json)"
+    assert _gpu_docs(), "no GPU results committed (engine/bench_results/results/gpu-*.json)"
     out = registry.run("bench_results", None, "en")
     names = [tr["name"] for f in out["figures"] for tr in f["figure"]["data"]]
     assert any("CuPy" in n for n in names)
@@ -136,7 +137,7 @@ def test_the_default_view_shows_the_gpu_results_when_there_are_some():
 
 def test_the_share_of_peak_is_the_files_bandwidth_fraction():
     stem, doc = next(iter(_gpu_docs().items()), (None, None))
-    assert doc is not None, "no GPU results committed (engine/bench/results/gpu-*.json)"
+    assert doc is not None, "no GPU results committed (engine/bench_results/results/gpu-*.json)"
     run = next(r for r in doc["runs"] if r["shape"] == "llama3-8b")
     out = registry.run("bench_results", {"results": stem, "shape": "llama3-8b"}, "en")
     fig = next(f for f in out["figures"] if f["key"] == "peak_share")["figure"]
@@ -146,12 +147,12 @@ def test_the_share_of_peak_is_the_files_bandwidth_fraction():
 
 @pytest.mark.parametrize("lang", ["en", "zh-TW"])
 def test_launches_and_the_launch_bound_sentence_come_from_the_profile(lang):
-    from engine.bench import baseline
+    from engine.bench_results import baseline
     from engine.gpu.recording import launches_per_step
 
     found = [(d, baseline.for_doc(d)) for d in _gpu_docs().values()]
     found = [(d, b) for d, b in found if b]
-    assert found, "no GPU results with side measurements (engine/bench/baselines/*/provenance.json)"
+    assert found, "no GPU results with side measurements (engine/bench_results/baselines/*/provenance.json)"
     doc, b = found[0]
     p = b.profile
     out = registry.run("bench_results", {"shape": p.shape}, lang)
@@ -165,7 +166,7 @@ def test_launches_and_the_launch_bound_sentence_come_from_the_profile(lang):
 
 
 def test_the_transformers_rows_hold_both_medians():
-    from engine.bench import baseline
+    from engine.bench_results import baseline
 
     for stem, doc in _gpu_docs().items():
         b = baseline.for_doc(doc)

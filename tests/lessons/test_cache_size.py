@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from engine.shapes import MODEL_SHAPES
+from engine.analysis.model_shapes import MODEL_SHAPES
 from lessons import registry
 from lessons.base import LessonInputError
 from lessons.cache_bits import VALUES as CACHE_BITS

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from engine.shapes import MODEL_SHAPES
+from engine.analysis.model_shapes import MODEL_SHAPES
 from lessons import registry
 
 from lesson_checks import check_both_languages, check_describe, column, number, numbers, records

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from engine.corpus import SEMANTIC_GROUPS
+from engine.training.corpus import SEMANTIC_GROUPS
 from lessons import registry
 from lessons.base import LessonInputError
 

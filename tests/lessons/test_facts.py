@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from engine.shapes import MODEL_SHAPES
+from engine.analysis.model_shapes import MODEL_SHAPES
 from lessons.facts import facts
 
 REQUIRED = """course.vocab_size course.d_model course.n_layers course.n_heads course.n_kv_heads course.head_dim
@@ -52,7 +52,7 @@ def test_course_values_match_the_model(course):
 
 def test_production_tokenizer_vocabularies():
     # cl100k_base (GPT-4): 100,256 regular tokens; o200k_base (GPT-4o): 199,998. Counted from the
-    # bpe-openai package's vocabularies by tools/real_token_counts.py (recomputed in tests/tools).
+    # bpe-openai package's vocabularies by tools/site/real_token_counts.py (recomputed in tests/tools).
     f = facts("en")
     assert f["tokenizers.cl100k_base.vocab_size"] == "100,256"
     assert f["tokenizers.o200k_base.vocab_size"] == "199,998"
@@ -107,7 +107,7 @@ def test_plate_7_keep_facts_from_the_model_run_here(course):
     import numpy as np
 
     from engine import Transformer
-    from engine.evicting_cache import HeavyHitterKVCache
+    from engine.caches.evicting import HeavyHitterKVCache
     from lessons.facts import KEEP_BUDGET as B, KEEP_SINKS as S, KEEP_TOKENS
     from lessons.keep_positions import kl_per_position, text_ids
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from engine import Transformer
+from engine.caches.evicting import HeavyHitterKVCache
 from lessons import registry
 from lessons.base import LessonInputError
-from engine.evicting_cache import HeavyHitterKVCache
 from lessons.keep_positions import (CONTINUE, POLICIES, TEXT_TOKENS, full_run, kl_per_position, policy_run,
                                    sink_share, text_ids)
 

@@ -138,6 +138,6 @@ def test_effective_bits_table(bits, course):
 
 
 def test_bits_options_are_the_engines():
-    from engine.quant_cache import BITS as ENGINE_BITS
+    from engine.caches.quant import BITS as ENGINE_BITS
 
     assert sorted(int(b) for b in BITS) == sorted(ENGINE_BITS)

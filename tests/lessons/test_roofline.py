@@ -1,8 +1,8 @@
 """roofline: decode sits left of the ridge, prefill and batching move right; honest presets."""
 import pytest
 
-from engine import costs
-from engine.shapes import config_from_shape
+from engine.analysis import costs
+from engine.analysis.model_shapes import config_from_shape
 from lessons import registry
 from lessons.base import LessonInputError
 from lessons.devices import DEVICES

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from engine.shapes import MODEL_SHAPES
+from engine.analysis.model_shapes import MODEL_SHAPES
 from lessons import registry
 from lessons.base import LessonInputError
 from lessons.figures import HIGHLIGHT

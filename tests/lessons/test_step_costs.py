@@ -5,8 +5,8 @@ layer and KV head, head_dim numbers each, for the positions a step reads (at mos
 one it writes)."""
 import pytest
 
-from engine import costs
-from engine.shapes import MODEL_SHAPES, config_from_shape
+from engine.analysis import costs
+from engine.analysis.model_shapes import MODEL_SHAPES, config_from_shape
 from lessons import step_costs
 
 

@@ -13,7 +13,7 @@ import pytest
 from site_pages import ROOT
 
 COPYCHECK = ROOT.parent / "shared" / "tools" / "copycheck.py"
-WRITTEN = ["docs", "lessons", "overrides/hooks", "overrides/main.html", "engine/corpus.py", "README.md"]
+WRITTEN = ["docs", "lessons", "overrides/hooks", "overrides/main.html", "engine/training/corpus.py", "README.md"]
 
 
 def test_no_verbatim_runs_from_the_source_documents():

@@ -99,8 +99,8 @@ def test_workflow_tests_the_engine_inside_pyodide(workflow):
 
 def test_workflow_reads_the_pyodide_version_from_the_site(workflow):
     """The Pyodide release is named once, in mkdocs.yml: every job that uses it reads it
-    there (tools/site_config.py) before its first use, and no version is typed here."""
-    from tools.site_config import pyodide_version
+    there (tools/site/config.py) before its first use, and no version is typed here."""
+    from tools.site.config import pyodide_version
 
     text = WORKFLOW.read_text(encoding="utf-8")
     assert pyodide_version() not in text
@@ -109,7 +109,7 @@ def test_workflow_reads_the_pyodide_version_from_the_site(workflow):
     for job in users:
         runs = [s.get("run", "") for s in _steps(workflow, job)]
         setter = next(i for i, r in enumerate(runs) if "PYODIDE_VERSION=" in r)
-        assert "python3 -m tools.site_config pyodide.version" in runs[setter], job
+        assert "python3 -m tools.site.config pyodide.version" in runs[setter], job
         assert "GITHUB_ENV" in runs[setter], job
         assert not any("PYODIDE_VERSION" in r for r in runs[:setter]), job
 
@@ -137,16 +137,16 @@ def test_readme_screenshots_exist_and_are_small():
 def _imports(path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    modules |= {f"{n.module}.{a.name}" if n.module == "tools" else n.module for n in ast.walk(tree)
+    modules |= {f"{n.module}.{a.name}" if n.module in ("tools", "tools.site") else n.module for n in ast.walk(tree)
                 if isinstance(n, ast.ImportFrom) and n.module and n.level == 0 for a in n.names}
     return modules
 
 
-@pytest.mark.parametrize("path", ["dev.py", "tools/chromium.py", "tools/site_config.py", "tools/__init__.py"])
+@pytest.mark.parametrize("path", ["dev.py", "tools/site/chromium.py", "tools/site/config.py", "tools/__init__.py"])
 def test_dev_py_and_what_it_imports_use_the_standard_library_only(path):
     """dev.py runs before any virtual environment exists; it may import only the standard
-    library and the project's own standard-library-only modules (tools.chromium)."""
-    own = {"tools.chromium"}
+    library and the project's own standard-library-only modules (tools.site.chromium)."""
+    own = {"tools.site.chromium", "tools.site"}
     modules = _imports(ROOT / path) - own
     assert {m.split(".")[0] for m in modules} - {"__future__"} <= set(sys.stdlib_module_names), path
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine import Config, Transformer
-from engine.backend import to_numpy
+from engine.arrays import to_numpy
 from engine.gpu.fused_step import FusedDecoder
 
 # logits compared relative to their largest magnitude (issue 8's tolerances)

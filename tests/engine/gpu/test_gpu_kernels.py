@@ -16,7 +16,7 @@ import pytest
 from decode_checks import TOLERANCE, as_dtype, gqa_config, greedy_compare
 
 from engine import Transformer, load_course_model
-from engine.backend import to_numpy
+from engine.arrays import to_numpy
 from engine.gpu import KernelSetMissing, kernel_set
 from engine.gpu import kernels_ref as K
 

@@ -10,7 +10,7 @@ import pytest
 from decode_checks import TOLERANCE
 
 from engine.gpu import kernels_ref as K
-from engine.model import apply_rope, mlp, rmsnorm, softmax
+from engine.model import apply_rope, mlp, rmsnorm, attention_softmax
 
 DTYPES = ["float32", "float16"]
 
@@ -75,7 +75,7 @@ def dense_attention(q, k_cache, v_cache, start, stop):
     KV = k_cache.shape[0]
     k, v = k_cache[:, start:stop], v_cache[:, start:stop]  # [KV, S, hd]
     scores = (q.reshape(KV, H // KV, hd) @ k.transpose(0, 2, 1)).astype(np.float32) * (1.0 / hd**0.5)
-    probs = softmax(scores, np)  # [KV, G, S]
+    probs = attention_softmax(scores, np)  # [KV, G, S]
     return (probs.astype(q.dtype) @ v).reshape(1, H * hd)
 
 

@@ -1,0 +1,1 @@
+"""The benchmark's read side, in the course wheel: committed results (results/*.json), the logs measured beside them (baselines/), their schema, and the readers the benchmark page uses. The harness that writes them is tools/bench (not in the wheel)."""

@@ -1,0 +1,191 @@
+"""The cache contract (engine/caches/base.py): every cache kind keeps it, and a forward pass that
+raises anywhere -- at any layer, before or after that layer's write, or after the last layer
+-- leaves the cache byte for byte as it was: its arrays, its length, and for a paged cache
+the pool's arrays, free list (in order) and reference counts. The next step then reads the
+same numbers as a cache that never saw the failure."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import BlockPool, KVCache, QuantKVCache, RollingKVCache, Transformer
+from engine.caches.base import BaseCache, Cache
+from engine.config import Config
+
+L = 3  # layers: a failure at the first, a middle and the last layer
+
+
+def _config(window=None) -> Config:
+    return Config(vocab_size=61, d_model=32, n_layers=L, n_heads=4, n_kv_heads=2, ffn_dim=48, max_seq_len=40,
+                  rope_theta=10000.0, sliding_window=window)
+
+
+KINDS = {
+    "contiguous": lambda cfg: KVCache(cfg, max_len=cfg.max_seq_len),
+    "rolling": lambda cfg: RollingKVCache(cfg),
+    "per_token4": lambda cfg: QuantKVCache(cfg, "per_token", 4),
+    "kivi2": lambda cfg: QuantKVCache(cfg, "kivi", 2, residual=4),
+    "rotated3": lambda cfg: QuantKVCache(cfg, "rotated", 3),
+    "float16": lambda cfg: QuantKVCache(cfg, "per_token", 16),
+    "paged": lambda cfg: BlockPool(cfg, n_blocks=12, block_size=4).new_sequence(),
+    # forked after the prefill (_prefilled): the shared, partly filled last block is copied on write
+    "paged_shared": lambda cfg: BlockPool(cfg, n_blocks=12, block_size=4).new_sequence(),
+}
+
+
+def _prefilled(kind: str, n: int, seed: int):
+    """(model, cache holding n positions, the ids fed, whatever else must stay alive)."""
+    cfg = _config(window=5 if kind == "rolling" else None)
+    model = Transformer.random(cfg, seed=seed)
+    cache = KINDS[kind](cfg)
+    ids = np.random.default_rng(seed).integers(1, cfg.vocab_size, size=n).tolist()
+    model.forward(ids[: n // 2], cache=cache)  # a prefill, then single steps: every write path
+    for t in ids[n // 2 :]:
+        model.forward([t], cache=cache)
+    keep = cache.fork() if kind == "paged_shared" else None
+    return model, cache, ids, keep
+
+
+def state(obj, depth=0):
+    """Everything a cache holds, as comparable values: arrays as (dtype, shape, bytes)."""
+    if isinstance(obj, np.ndarray):
+        return ("array", obj.dtype.str, obj.shape, obj.tobytes())
+    if isinstance(obj, (list, tuple)):
+        return tuple(state(x, depth) for x in obj)
+    if isinstance(obj, dict):
+        return tuple(sorted((str(k), state(v, depth)) for k, v in obj.items()))
+    if obj is None or isinstance(obj, (bool, int, float, str, np.generic)):
+        return obj
+    if isinstance(obj, (BaseCache, BlockPool)) or type(obj).__name__ == "QuantRows":
+        skip = {"config", "xp", "_holders"}
+        out = {k: state(v, depth + 1) for k, v in vars(obj).items() if k not in skip and k != "pool"}
+        if isinstance(obj, BlockPool):
+            out["holders"] = sorted(s.length for s in obj._holders.values())
+        if getattr(obj, "pool", None) is not None:
+            out["pool"] = state(obj.pool, depth + 1)
+        return out
+    return type(obj).__name__  # plans and the like: compared by kind only
+
+
+class Boom(RuntimeError):
+    pass
+
+
+def _fail_at(cache, layer: int, after_write: bool):
+    """Make cache.store raise at ``layer``, before or after it wrote (an instance attribute)."""
+    store = cache.store
+
+    def failing(index, k, v):
+        if index == layer and not after_write:
+            raise Boom(f"layer {layer}")
+        out = store(index, k, v)
+        if index == layer:
+            raise Boom(f"layer {layer}")
+        return out
+
+    cache.store = failing
+    return lambda: vars(cache).pop("store")
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("n_new", [1, 6])
+@pytest.mark.parametrize("after_write", [False, True])
+def test_a_forward_that_raises_at_any_layer_leaves_the_cache_as_it_was(kind, n_new, after_write):
+    model, cache, ids, _keep = _prefilled(kind, 9, seed=3)
+    twin_model, twin, _, _twin_keep = _prefilled(kind, 9, seed=3)  # never fails
+    before = state(cache)
+    assert before == state(twin)
+    new = list(range(2, 2 + n_new))
+    for layer in range(L):
+        undo = _fail_at(cache, layer, after_write)
+        with pytest.raises(Boom):
+            model.forward(new, cache=cache)
+        undo()
+        assert cache.length == 9
+        assert state(cache) == before, f"{kind}: a failure at layer {layer} changed the cache"
+    # after the logits too: the last layer wrote, then the output head raised
+    model.logits_from_hidden = lambda h: (_ for _ in ()).throw(Boom("head"))
+    with pytest.raises(Boom):
+        model.forward(new, cache=cache)
+    del model.logits_from_hidden
+    assert state(cache) == before
+    # and the next step reads exactly what an untouched cache reads
+    np.testing.assert_array_equal(model.forward(new, cache=cache), twin_model.forward(new, cache=twin))
+    assert state(cache) == state(twin)
+
+
+@pytest.mark.parametrize("kind", ["per_token4", "kivi2", "rotated3"])
+def test_a_non_finite_key_in_a_later_layer_rolls_back_the_earlier_layers(kind):
+    """The issue's case: KIVI rotated layer 0's value tail, then layer 1 refused a NaN."""
+    model, cache, ids, _ = _prefilled(kind, 9, seed=5)
+    before = state(cache)
+    broken = model.layers[1]
+    model.layers[1] = broken._replace(wqkv=broken.wqkv * np.float32(np.inf))  # k, v of layer 1: inf / nan
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match="not finite"):
+        model.forward([4, 5, 6], cache=cache)  # KIVI: completes a key block (positions 8..11)
+    model.layers[1] = broken
+    assert state(cache) == before
+
+
+@pytest.mark.parametrize("n_new", [1, 5, 9])
+def test_a_failed_forward_gives_every_block_back_in_order(n_new):
+    cfg = _config()
+    model = Transformer.random(cfg, seed=2)
+    pool = BlockPool(cfg, n_blocks=10, block_size=4)
+    seq = pool.new_sequence()
+    model.forward([3, 4, 5], cache=seq)
+    twin = seq.fork()  # shares the partly filled block: the next write copies it
+    free, refs = list(pool._free), pool.refs.copy()
+    undo = _fail_at(seq, L - 1, after_write=True)
+    with pytest.raises(Boom):
+        model.forward(list(range(1, 1 + n_new)), cache=seq)
+    undo()
+    assert pool._free == free and pool.free_blocks == len(free)
+    np.testing.assert_array_equal(pool.refs, refs)
+    assert seq.block_table == twin.block_table and pool.copies == 0
+
+
+def test_every_cache_kind_keeps_the_protocol():
+    cfg = _config(window=5)
+    for make in KINDS.values():
+        cache = make(cfg)
+        assert isinstance(cache, Cache), type(cache).__name__
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_keys_and_values_are_what_attention_read(kind):
+    """keys(l) / values(l): the positions a next query could read, oldest first, as the
+    numbers attention got from store (a quantized cache decodes them)."""
+    model, cache, ids, _ = _prefilled(kind, 9, seed=4)
+    store, read = cache.store, {}
+
+    def recording(layer, k, v):
+        K, V, key_pos = store(layer, k, v)
+        order = slice(None) if key_pos is None else np.argsort(key_pos)  # rolling: slots -> positions
+        read[layer] = (K[:, order], V[:, order])
+        return K, V, key_pos
+
+    cache.store = recording
+    model.forward([7], cache=cache)
+    held = min(10, cache.window) if kind == "rolling" else 10
+    for layer in range(L):
+        k, v = cache.keys(layer), cache.values(layer)
+        assert k.shape == v.shape == (model.config.n_kv_heads, held, model.config.head_dim)
+        np.testing.assert_array_equal(k, read[layer][0])
+        np.testing.assert_array_equal(v, read[layer][1])
+
+
+class _OtherModule:
+    """Stands for CuPy: an array module that is not NumPy."""
+
+    __name__ = "cupy"
+
+
+def test_the_model_refuses_a_cache_of_another_array_module():
+    cfg = _config()
+    model = Transformer.random(cfg, seed=0)
+    cache = QuantKVCache(cfg, "kivi", 2)  # NumPy only
+    model.xp = _OtherModule()  # as a CuPy model would be
+    with pytest.raises(TypeError, match="keeps its arrays in numpy but the model runs on cupy"):
+        model.forward([1, 2], cache=cache)
+    assert cache.length == 0
