@@ -143,3 +143,72 @@ def test_step_is_a_dataclass_with_the_documented_fields():
     names = set(Step.__dataclass_fields__)
     assert {"token_id", "piece", "top", "attention", "cache_tokens", "cache_bytes", "flops", "bytes_moved",
             "seconds"} <= names
+
+
+# --------------------------------------------------------------------------- the cache it runs on
+
+
+def _caches(cfg):
+    from engine import BlockPool, QuantKVCache, RollingKVCache
+    from engine.config import Config
+
+    windowed = Config(**{**cfg.to_dict(), "sliding_window": 6})
+    return {
+        "contiguous": (cfg, lambda: Transformer.random(cfg, seed=1).new_cache()),
+        "float16": (cfg, lambda: QuantKVCache(cfg, "per_token", 16)),
+        "paged": (cfg, lambda: BlockPool(cfg, n_blocks=16, block_size=4).new_sequence()),
+        "rolling": (windowed, lambda: RollingKVCache(windowed)),
+    }
+
+
+@pytest.mark.parametrize("kind", ["contiguous", "float16", "paged", "rolling"])
+def test_any_cache_or_factory_gives_the_tokens_of_the_uncached_run(cfg, tok, kind):
+    """Generator(cache=...) runs on the cache it is given (or a factory makes), and its tokens
+    are those of the run that recomputes everything (float16 codes: the greedy run's own)."""
+    config, make = _caches(cfg)[kind]
+    model = Transformer.random(config, seed=1)
+    params = SamplingParams(temperature=0)
+    want = [s.token_id for s in Generator(model, tok, params, use_cache=False).generate("abc", 12, stop_at_eos=False)]
+    cache = make()
+    given = Generator(model, tok, params, cache=cache)
+    assert given.cache is cache
+    made = Generator(model, tok, params, cache=make)
+    for gen in (given, made):
+        got = [s.token_id for s in gen.generate("abc", 12, stop_at_eos=False)]
+        if kind != "float16":
+            assert got == want
+        assert type(gen.cache).__name__ == type(cache).__name__ and gen.cache.length == 3 + 11
+    first = made.cache
+    made.start("ab")
+    assert made.cache is not first and made.cache.length == 2  # a factory gives each run a fresh cache
+    given.start("ab")
+    assert given.cache is cache and cache.length == 2  # a given cache is reset
+
+
+def test_teacher_forcing_feeds_the_given_tokens(model, tok):
+    ids = tok.encode("the cat sat")
+    gen = Generator(model, tok, SamplingParams(temperature=0.9, seed=2), n_top=0)
+    steps = [gen.start(ids[:1], trace=True)] + [gen.step(trace=True, token=t) for t in ids[1:]]
+    assert gen.ids[:-1] == ids and gen.cache.length == len(ids)
+    full = np.asarray(model.forward(ids))  # [T, V]: every position's logits in one pass
+    for i, s in enumerate(steps):
+        np.testing.assert_allclose(s.logits, full[i], atol=1e-5)
+        assert len(s.trace.attn) == model.config.n_layers
+    assert "trace" not in steps[0].to_dict()
+
+
+@pytest.mark.parametrize("bad,err,match", [
+    ("not a cache", TypeError, "a KV cache or a function"),
+    (lambda: "nope", TypeError, "must return a KV cache"),
+])
+def test_a_bad_cache_is_refused(model, tok, bad, err, match):
+    with pytest.raises(err, match=match):
+        Generator(model, tok, cache=bad)
+
+
+def test_a_cache_without_use_cache_or_for_another_model_is_refused(model, tok, make_config):
+    with pytest.raises(ValueError, match="use_cache=False"):
+        Generator(model, tok, use_cache=False, cache=model.new_cache())
+    other = Transformer.random(make_config(n_layers=1), seed=0)
+    with pytest.raises(ValueError, match="different model config"):
+        Generator(model, tok, cache=other.new_cache())
