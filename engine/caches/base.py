@@ -108,6 +108,16 @@ class BaseCache:
         """How many more positions fit."""
         raise NotImplementedError  # pragma: no cover
 
+    @property
+    def bytes_used(self) -> int:
+        """Bytes holding the positions held (what the cache costs now)."""
+        raise NotImplementedError  # pragma: no cover
+
+    @property
+    def bytes_allocated(self) -> int:
+        """Bytes reserved, held positions or not."""
+        raise NotImplementedError  # pragma: no cover
+
     def check_room(self, n_new: int) -> None:
         """ValueError (before anything is written) when n_new more positions do not fit."""
         if n_new > self.free:
@@ -141,7 +151,7 @@ class BaseCache:
             array[index] = old
         if self._snapshot is not None:
             vars(self).update(self._snapshot)
-            self._snapshot = None
+            self._snapshot, self._pending = None, 0
 
     def advance(self, n_new: int) -> None:
         """Commit: the n_new stored positions count from now on."""

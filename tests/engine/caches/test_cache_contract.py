@@ -145,6 +145,58 @@ def test_a_failed_forward_gives_every_block_back_in_order(n_new):
     assert seq.block_table == twin.block_table and pool.copies == 0
 
 
+class AppendCache(BaseCache):
+    """A cache written the simplest way (a growing list per layer) that logs nothing: the
+    default undo of BaseCache (a copy of its state at begin) must keep it safe too, as it
+    keeps every cache added later that does not log its writes. It has the optional hook."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.k = [[] for _ in range(config.n_layers)]  # per layer: [KV, 1, hd] arrays, one per position
+        self.v = [[] for _ in range(config.n_layers)]
+        self.seen = []  # what observe_attention saw
+
+    def store(self, layer, k, v):
+        self.k[layer].extend(np.split(k, k.shape[1], axis=1))
+        self.v[layer].extend(np.split(v, v.shape[1], axis=1))
+        return np.concatenate(self.k[layer], axis=1), np.concatenate(self.v[layer], axis=1), None
+
+    def keys(self, layer):
+        return np.concatenate(self.k[layer][: self.length], axis=1)
+
+    def values(self, layer):
+        return np.concatenate(self.v[layer][: self.length], axis=1)
+
+    def observe_attention(self, layer, weights):  # optional, not part of the Protocol
+        self.seen.append(layer)
+
+    free = property(lambda self: self.config.max_seq_len - self.length)
+    bytes_used = property(lambda self: self.length * self.config.kv_values_per_token * 4)
+    bytes_allocated = bytes_used
+
+    def _clear(self):
+        self.k = [[] for _ in self.k]
+        self.v = [[] for _ in self.v]
+
+
+@pytest.mark.parametrize("after_write", [False, True])
+def test_a_cache_that_logs_nothing_is_put_back_by_the_default_undo(after_write):
+    cfg = _config()
+    model = Transformer.random(cfg, seed=6)
+    cache, twin = AppendCache(cfg), AppendCache(cfg)
+    for c in (cache, twin):
+        model.forward([5, 6, 7], cache=c)
+    before = state(cache)
+    for layer in range(L):
+        undo = _fail_at(cache, layer, after_write)
+        with pytest.raises(Boom):
+            model.forward([8, 9], cache=cache)
+        undo()
+        assert state(cache) == before
+    np.testing.assert_array_equal(model.forward([8, 9], cache=cache), model.forward([8, 9], cache=twin))
+    assert isinstance(cache, Cache)
+
+
 def test_every_cache_kind_keeps_the_protocol():
     cfg = _config(window=5)
     for make in KINDS.values():
