@@ -76,13 +76,13 @@ class BaseCache:
 
     Subclasses implement ``store`` (see the module doc), ``bytes_used``, ``bytes_allocated``,
     ``free``, ``keys``, ``values`` and ``_clear`` (forget the stored entries). For the undo,
-    a subclass either logs each array region before overwriting it (``self._log(a, index)``
+    a subclass either logs each array region before overwriting it (``self._keep_for_undo(a, index)``
     in ``store``; set ``_logs_writes = True``), or leaves the default: ``begin`` keeps a deep
     copy of the cache's state, correct for any cache, slower for a big one.
     """
 
-    _logs_writes = False  # True: store() calls _log before each write (cheap undo)
-    _not_copied = ("config", "xp", "_undo", "_snapshot")  # shared, never part of the undo copy
+    _logs_writes = False  # True: store() calls _keep_for_undo before each write (cheap undo)
+    _not_copied = ("config", "xp", "_txn_log", "_txn_state")  # shared, never part of the undo copy
 
     def __init__(self, config: Config, xp=np):
         if not isinstance(config, Config):
@@ -90,9 +90,9 @@ class BaseCache:
         self.config = config
         self.xp = xp
         self.length = 0  # positions seen: the next token goes to position ``length``
-        self._undo: list | None = None  # open write: (array, index, old contents), oldest first
-        self._snapshot: dict | None = None  # open write without a log: the state at begin
-        self._pending = 0  # positions of the open write
+        self._txn_log: list | None = None  # open write: (array, index, old contents), oldest first
+        self._txn_state: dict | None = None  # open write without a log: the state at begin
+        self._txn_n = 0  # positions of the open write
 
     def store(self, layer: int, k, v):  # pragma: no cover - the contract, see the module doc
         raise NotImplementedError
@@ -133,31 +133,31 @@ class BaseCache:
         """Open a write of n_new positions (room checked first): from here to ``advance`` or
         ``abort`` the cache can be put back as it is now."""
         self.check_room(n_new)
-        self._pending = n_new
+        self._txn_n = n_new
         if self._logs_writes:
-            self._undo = []
+            self._txn_log = []
         else:
-            self._snapshot = {k: copy.deepcopy(v) for k, v in vars(self).items() if k not in self._not_copied}
+            self._txn_state = {k: copy.deepcopy(v) for k, v in vars(self).items() if k not in self._not_copied}
 
-    def _log(self, array, index) -> None:
+    def _keep_for_undo(self, array, index) -> None:
         """Keep array[index] as it is, to put back on abort (a no-op outside begin .. advance)."""
-        if self._undo is not None:
-            self._undo.append((array, index, array[index].copy()))
+        if self._txn_log is not None:
+            self._txn_log.append((array, index, array[index].copy()))
 
     def abort(self) -> None:
         """Undo the open write: every array region, the length and the bookkeeping as at begin."""
-        undo, self._undo, self._pending = self._undo, None, 0
+        undo, self._txn_log, self._txn_n = self._txn_log, None, 0
         for array, index, old in reversed(undo or []):
             array[index] = old
-        if self._snapshot is not None:
-            vars(self).update(self._snapshot)
-            self._snapshot, self._pending = None, 0
+        if self._txn_state is not None:
+            vars(self).update(self._txn_state)
+            self._txn_state, self._txn_n = None, 0
 
     def advance(self, n_new: int) -> None:
         """Commit: the n_new stored positions count from now on."""
         self.length += n_new
-        self._undo = self._snapshot = None
-        self._pending = 0
+        self._txn_log = self._txn_state = None
+        self._txn_n = 0
 
     def truncate(self, n: int) -> None:
         """Keep only the first n positions (rewind, e.g. to time the same step again)."""
@@ -171,7 +171,7 @@ class BaseCache:
         """Forget every entry (storage is cleared so an inspection never shows stale notes)."""
         self._clear()
         self.length = 0
-        self._undo = self._snapshot = None
+        self._txn_log = self._txn_state = None
 
     def _clear(self) -> None:  # pragma: no cover - see the class doc
         raise NotImplementedError

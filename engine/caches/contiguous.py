@@ -71,10 +71,10 @@ class KVCache(BaseCache):
     # KVCache needs no log: slots past length are zeros, so abort zeroes what the write touched
     def begin(self, n_new: int) -> None:
         self.check_room(n_new)
-        self._pending = n_new
+        self._txn_n = n_new
 
     def abort(self) -> None:
-        pos, n, self._pending = self.length, self._pending, 0
+        pos, n, self._txn_n = self.length, self._txn_n, 0
         for a in self.k + self.v:
             a[:, pos : pos + n] = 0
 

@@ -145,7 +145,7 @@ class PagedCache(BaseCache):
         self.pool = pool
         self.block_table: list[int] = []  # block ids, position order: p lives in [p // B]
         self._plan: _Plan | None = None
-        self._saved: tuple | None = None  # an open write's table and pool bookkeeping, before it
+        self._txn_saved: tuple | None = None  # an open write's table and pool bookkeeping, before it
 
     # ------------------------------------------------------------------ sizes
 
@@ -240,20 +240,20 @@ class PagedCache(BaseCache):
 
     def advance(self, n_new: int) -> None:
         super().advance(n_new)
-        self._plan = self._saved = None
+        self._plan = self._txn_saved = None
 
     def abort(self) -> None:
         """Undo the open write: slots and copied blocks as they were, the blocks it took back on
         the free list in the same order, reference counts and the table as before."""
         super().abort()  # the pool's array regions this write changed
-        if self._saved is not None:
-            table, refs, free, copies = self._saved
+        if self._txn_saved is not None:
+            table, refs, free, copies = self._txn_saved
             self.block_table = table
             self.pool.refs[:] = refs
             self.pool._free[:] = free
             self.pool.copies = copies
             self._register()
-        self._plan = self._saved = None
+        self._plan = self._txn_saved = None
 
     def store(self, layer: int, k, v):
         """Write k, v [KV, T, hd] at positions length .. length+T-1 of ``layer`` through the
@@ -263,8 +263,8 @@ class PagedCache(BaseCache):
         plan = self._plan if self._plan is not None and self._plan.key == (self.length, T) else self._prepare(T)
         K, V = self.pool.k[layer], self.pool.v[layer]  # [KV, N, B, hd]
         where = (slice(None), plan.write_blocks, plan.write_slots)
-        self._log(K, where)
-        self._log(V, where)
+        self._keep_for_undo(K, where)
+        self._keep_for_undo(V, where)
         if T == 1:  # a decode step: plain int indices, the cheapest write NumPy has
             K[:, plan.write_blocks, plan.write_slots] = k[:, 0]  # [KV, hd]
             V[:, plan.write_blocks, plan.write_slots] = v[:, 0]
@@ -287,8 +287,8 @@ class PagedCache(BaseCache):
         needed = self.blocks_needed(T)
         if needed > pool.free_blocks:
             raise pool._full_error(self, T, needed)
-        if self._undo is not None and self._saved is None:  # inside begin .. advance: keep the bookkeeping
-            self._saved = (list(self.block_table), pool.refs.copy(), list(pool._free), pool.copies)
+        if self._txn_log is not None and self._txn_saved is None:  # inside begin .. advance: keep the bookkeeping
+            self._txn_saved = (list(self.block_table), pool.refs.copy(), list(pool._free), pool.copies)
         if T and n % B and pool.refs[self.block_table[-1]] > 1:
             self._copy_on_write()
         while len(self.block_table) < blocks_for(n + T, B):
@@ -309,7 +309,7 @@ class PagedCache(BaseCache):
         pool, old = self.pool, self.block_table[-1]
         new = pool.take()
         for a in pool.k + pool.v:
-            self._log(a, (slice(None), new))
+            self._keep_for_undo(a, (slice(None), new))
         pool.copy_block(old, new)
         pool.drop(old)
         self.block_table[-1] = new

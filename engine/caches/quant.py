@@ -307,13 +307,13 @@ class QuantKVCache(BaseCache):
         pos, T = self.length, k.shape[1]
         rows = self.rows[layer]
         if len(rows) == 2:
-            rows[0].write(k, pos, self._log)
-            rows[1].write(v, pos, self._log)
+            rows[0].write(k, pos, self._keep_for_undo)
+            rows[1].write(v, pos, self._keep_for_undo)
             return rows[0].read(pos + T), rows[1].read(pos + T), None  # [KV, S, hd] each
         kv = np.concatenate([k, v], axis=0)  # [2KV, T, hd]
         if self._p is not None:
             kv = kv @ self._p  # in the rotated basis
-        rows[0].write(kv, pos, self._log)
+        rows[0].write(kv, pos, self._keep_for_undo)
         return self._read(layer, pos + T)
 
     def _read(self, layer: int, n: int):

@@ -82,8 +82,8 @@ class RollingKVCache(BaseCache):
             V = xp.concatenate([self.v[layer][:, old], v], axis=1)  # [KV, S_old+T, hd]
             key_pos = np.concatenate([self.slot_pos[old], new_pos])  # [S_old+T]
         slots, kept = self._slots(T)
-        self._log(self.k[layer], (slice(None), slots))
-        self._log(self.v[layer], (slice(None), slots))
+        self._keep_for_undo(self.k[layer], (slice(None), slots))
+        self._keep_for_undo(self.v[layer], (slice(None), slots))
         self.k[layer][:, slots] = k[:, kept]
         self.v[layer][:, slots] = v[:, kept]
         if T > 1:
