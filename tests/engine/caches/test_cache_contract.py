@@ -15,29 +15,52 @@ from engine.config import Config
 L = 3  # layers: a failure at the first, a middle and the last layer
 
 
-def _config(window=None) -> Config:
-    return Config(vocab_size=61, d_model=32, n_layers=L, n_heads=4, n_kv_heads=2, ffn_dim=48, max_seq_len=40,
-                  rope_theta=10000.0, sliding_window=window)
+def _config(**over) -> Config:
+    base = dict(vocab_size=61, d_model=32, n_layers=L, n_heads=4, n_kv_heads=2, ffn_dim=48, max_seq_len=40,
+                rope_theta=10000.0)
+    return Config(**{**base, **over})
 
 
+# kind -> (Config fields of its own, a factory); every kind is failed at every layer below
 KINDS = {
-    "contiguous": lambda cfg: KVCache(cfg, max_len=cfg.max_seq_len),
-    "rolling": lambda cfg: RollingKVCache(cfg),
-    "per_token4": lambda cfg: QuantKVCache(cfg, "per_token", 4),
-    "kivi2": lambda cfg: QuantKVCache(cfg, "kivi", 2, residual=4),
-    "rotated3": lambda cfg: QuantKVCache(cfg, "rotated", 3),
-    "float16": lambda cfg: QuantKVCache(cfg, "per_token", 16),
-    "paged": lambda cfg: BlockPool(cfg, n_blocks=12, block_size=4).new_sequence(),
+    "contiguous": ({}, lambda cfg: KVCache(cfg, max_len=cfg.max_seq_len)),
+    "rolling": ({"sliding_window": 5}, lambda cfg: RollingKVCache(cfg)),
+    "per_token4": ({}, lambda cfg: QuantKVCache(cfg, "per_token", 4)),
+    "kivi2": ({}, lambda cfg: QuantKVCache(cfg, "kivi", 2, residual=4)),
+    "rotated3": ({}, lambda cfg: QuantKVCache(cfg, "rotated", 3)),
+    "float16": ({}, lambda cfg: QuantKVCache(cfg, "per_token", 16)),
+    "paged": ({}, lambda cfg: BlockPool(cfg, n_blocks=12, block_size=4).new_sequence()),
     # forked after the prefill (_prefilled): the shared, partly filled last block is copied on write
-    "paged_shared": lambda cfg: BlockPool(cfg, n_blocks=12, block_size=4).new_sequence(),
+    "paged_shared": ({}, lambda cfg: BlockPool(cfg, n_blocks=12, block_size=4).new_sequence()),
 }
+KEEP_ALL = list(KINDS)  # caches that keep every position they are given (checked by keys/values below)
+
+
+def _other_caches() -> dict:
+    """Caches that evict (attention sinks, heavy hitters), where the engine has them."""
+    found = {}
+    try:
+        from engine.caches.sink import SinkKVCache
+        found["sink"] = ({"sliding_window": 4, "attention_sinks": 2}, lambda cfg: SinkKVCache(cfg))
+    except ImportError:
+        pass
+    try:
+        from engine.caches.evicting import HeavyHitterKVCache
+        found["heavy_hitters"] = ({}, lambda cfg: HeavyHitterKVCache(cfg, budget=6, recent=2))
+    except ImportError:
+        pass
+    return found
+
+
+KINDS.update(_other_caches())
 
 
 def _prefilled(kind: str, n: int, seed: int):
     """(model, cache holding n positions, the ids fed, whatever else must stay alive)."""
-    cfg = _config(window=5 if kind == "rolling" else None)
+    over, make = KINDS[kind]
+    cfg = _config(**over)
     model = Transformer.random(cfg, seed=seed)
-    cache = KINDS[kind](cfg)
+    cache = make(cfg)
     ids = np.random.default_rng(seed).integers(1, cfg.vocab_size, size=n).tolist()
     model.forward(ids[: n // 2], cache=cache)  # a prefill, then single steps: every write path
     for t in ids[n // 2 :]:
@@ -197,14 +220,13 @@ def test_a_cache_that_logs_nothing_is_put_back_by_the_default_undo(after_write):
     assert isinstance(cache, Cache)
 
 
-def test_every_cache_kind_keeps_the_protocol():
-    cfg = _config(window=5)
-    for make in KINDS.values():
-        cache = make(cfg)
-        assert isinstance(cache, Cache), type(cache).__name__
-
-
 @pytest.mark.parametrize("kind", list(KINDS))
+def test_every_cache_kind_keeps_the_protocol(kind):
+    over, make = KINDS[kind]
+    assert isinstance(make(_config(**over)), Cache)
+
+
+@pytest.mark.parametrize("kind", KEEP_ALL)
 def test_keys_and_values_are_what_attention_read(kind):
     """keys(l) / values(l): the positions a next query could read, oldest first, as the
     numbers attention got from store (a quantized cache decodes them)."""
