@@ -7,7 +7,7 @@ One class serves two worlds, told apart only by what is injected:
     on a CPU   CudaKernels(tools.cuda_cpu.RawModule, numpy)   (tests: the same .cu text, the
                                                                same grids, blocks and arguments)
 
-``module_factory(code=text)`` must return an object with ``get_function(name)``, and a
+``module_factory(code=text, options=OPTIONS)`` must return an object with ``get_function(name)``, and a
 function is called as ``fn(grid, block, args)``; array arguments are passed as they are
 (CuPy or NumPy arrays, C-contiguous), scalars as ``np.int32`` / ``np.float32`` (CuPy would
 pass a Python int as a 64-bit value, which a kernel's ``int`` parameter does not expect).
@@ -17,8 +17,8 @@ Every launch goes through ``_launch``; ``on_launch(name, grid, block, args)``, w
 each one (the tests record the arguments of every launch of every step with it, to prove a
 step's launches are the same at every token, which is what replaying a CUDA graph needs).
 
-Each kernel source is ``common.cuh`` followed by the kernel's own file, compiled on first
-use; every kernel has an ``_f16`` and an ``_f32`` entry point (storage dtype; the maths is
+Each kernel source is one .cu file that includes ``common.cuh`` (``-I`` names their folder),
+compiled on first use; every kernel has an ``_f16`` and an ``_f32`` entry point (storage dtype; the maths is
 float32 in registers either way).
 """
 from __future__ import annotations
@@ -41,9 +41,12 @@ DEFAULT_SPLIT = 256  # Llama-3-8B at 8192: 8 KV heads x 32 splits = 256 blocks o
 i32, f32 = np.int32, np.float32
 
 
+OPTIONS = (f"-I{KERNEL_DIR}",)  # each .cu includes "common.cuh" from its own folder
+
+
 def source(name: str) -> str:
-    """The full text of one kernel module: common.cuh, then ``name``.cu."""
-    return (KERNEL_DIR / "common.cuh").read_text() + "\n" + (KERNEL_DIR / f"{name}.cu").read_text()
+    """The text of one kernel module, ``name``.cu (it includes common.cuh)."""
+    return (KERNEL_DIR / f"{name}.cu").read_text()
 
 
 def _round32(n: int) -> int:
@@ -72,7 +75,7 @@ class CudaKernels:
         """The compiled entry point ``entry`` of ``module``.cu (compiled once, on first use)."""
         if entry not in self._functions:
             if module not in self._modules:
-                self._modules[module] = self.module_factory(code=source(module))
+                self._modules[module] = self.module_factory(code=source(module), options=OPTIONS)
             self._functions[entry] = self._modules[module].get_function(entry)
         return self._functions[entry]
 

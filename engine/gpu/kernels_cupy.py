@@ -10,8 +10,8 @@ from engine.gpu.kernels_cuda import DEFAULT_SPLIT, CudaKernels
 NVRTC_OPTIONS = ("--std=c++17",)
 
 
-def raw_module(code: str):
-    return cupy.RawModule(code=code, options=NVRTC_OPTIONS)
+def raw_module(code: str, options=()):
+    return cupy.RawModule(code=code, options=NVRTC_OPTIONS + tuple(options))
 
 
 def cupy_kernels(split: int = DEFAULT_SPLIT, on_launch=None) -> CudaKernels:

@@ -1,3 +1,4 @@
+#include "common.cuh"
 // add_rmsnorm: (add != 0) x += delta, rounded to x's dtype as the engine's residual add is;
 // then out = x / sqrt(mean(x^2) + eps) * w, in float32, rounded once.
 // grid: 1, block: 256 (the vector is at most a few thousand values: one block reads it).

@@ -1,3 +1,4 @@
+#include "common.cuh"
 // argmax: token[0] = the index of the largest logit (the first one on ties, as np.argmax),
 // written on the device so that greedy decoding never waits for the host.
 // grid: 1, block: 1024.

@@ -1,3 +1,4 @@
+#include "common.cuh"
 // attention_merge: flash-decoding, part 2. For query head h, the splits c0 .. c1 that hold
 // positions start .. stop-1 (stop = length[0], read on the device) are merged by
 // log-sum-exp: with M = max_c mx[h, c],

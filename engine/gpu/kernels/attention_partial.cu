@@ -1,3 +1,4 @@
+#include "common.cuh"
 // attention_partial: flash-decoding, part 1. The cache is cut into splits of P positions;
 // block (kv head, split) reads each K and V row of its split once, 16 bytes per lane, for
 // all G query heads of its group (grouped-query attention), and writes for each of them

@@ -1,6 +1,6 @@
-// common.cuh: prepended to every kernel source of this folder (engine/gpu/kernels_cuda.py
-// joins the texts), so each .cu stays one self-contained module for cupy.RawModule and for
-// the project's CPU execution of CUDA C alike.
+// common.cuh: included by every kernel source of this folder (cupy.RawModule and the
+// project's CPU execution of CUDA C both get -I<this folder>, engine/gpu/kernels_cuda.py).
+#pragma once
 //
 // Storage is float16 (__half) or float32; arithmetic is always float32 in registers, and a
 // value is rounded once, when it is stored. Each kernel has an _f16 and an _f32 entry point,

@@ -1,3 +1,4 @@
+#include "common.cuh"
 // embed: out [D] = table[token[0]] (the token id is read on the device), and the step claims
 // its cache slot: length[0] += 1, so every later kernel of the step reads the new length
 // from device memory and a captured graph needs no new arguments per token.

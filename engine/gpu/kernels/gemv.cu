@@ -1,3 +1,4 @@
+#include "common.cuh"
 // gemv: y [N] = W [N, K] . x [K], every projection of the step and the LM head (no cuBLAS).
 // W is the engine's [K, N] weight transposed once, when the decoder is built, so that each
 // output row is K contiguous values. One warp per row: lane i reads 16-byte pieces i, i+32,

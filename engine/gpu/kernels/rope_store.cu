@@ -1,3 +1,4 @@
+#include "common.cuh"
 // rope_store: RoPE on the new position's q and k, and the cache write of k and v.
 // The position is length[0] - 1 (embed already claimed the slot), read on the device.
 // qkv [(H+2KV)*hd] is q | k | v; cos, sin [max_seq_len, hd]; k_cache, v_cache [KV, M, hd];

@@ -1,3 +1,4 @@
+#include "common.cuh"
 // swiglu: out [F] = silu(gate) * up with gu = gate | up [2F]; float32 inside.
 // grid: ceil(F / 256), block: 256.
 template <class T>

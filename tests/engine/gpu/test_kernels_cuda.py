@@ -150,8 +150,8 @@ def planted(module: str, old: str, new: str, cuda_cpu, order: str = "forward") -
     assert text.count(old) >= 1, f"{module}: {old!r} not found"
     bad = text.replace(old, new, 1)
 
-    def factory(code, **kw):
-        return cuda_cpu.RawModule(code=bad if code == text else code, order=order, seed=3)
+    def factory(code, options=()):
+        return cuda_cpu.RawModule(code=bad if code == text else code, options=options, order=order, seed=3)
 
     return CudaKernels(factory, np, split=SPLIT)
 
@@ -202,7 +202,7 @@ def test_real_shapes_pass_the_attention_bounds(G, hd, split):
 
 
 def test_a_gemv_needs_16_byte_rows():
-    ks = CudaKernels(lambda code: None, np)
+    ks = CudaKernels(lambda code, options: None, np)
     with pytest.raises(ValueError, match="multiple of 8"):
         ks.prepare_weight(np.zeros((12, 5), np.float16))
     assert ks.prepare_weight(np.zeros((16, 5), np.float16)).shape == (5, 16)
