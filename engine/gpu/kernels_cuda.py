@@ -36,7 +36,9 @@ SOURCES = ("embed", "add_rmsnorm", "rope_store", "attention_partial", "attention
 SUFFIX = {"float16": "_f16", "float32": "_f32"}
 # attention_partial's shared-memory bounds (engine/gpu/kernels/attention_partial.cu)
 ATT_THREADS, ATT_MAX_G, ATT_MAX_GHD, ATT_MAX_GP = 128, 8, 2048, 4096
-DEFAULT_SPLIT = 256  # Llama-3-8B at 8192: 8 KV heads x 32 splits = 256 blocks on 132 SMs
+# positions per attention split: Llama-3-8B at 8192 is 8 KV heads x 64 splits = 512 blocks of
+# 128 threads on 132 SMs (about 4 per SM, one wave); at 32768, 2048 blocks
+DEFAULT_SPLIT = 128
 
 i32, f32 = np.int32, np.float32
 
@@ -101,11 +103,13 @@ class CudaKernels:
 
     def rmsnorm(self, x, w, eps, out) -> None:
         D = out.shape[-1]  # delta is not read when add = 0: x stands in for it
-        self._launch("add_rmsnorm", out.dtype, (1,), (256,), (x, x, w, f32(eps), out, i32(D), i32(0)))
+        self._launch("add_rmsnorm", out.dtype, (1,), (min(1024, _round32(D)),),
+                     (x, x, w, f32(eps), out, i32(D), i32(0)))
 
     def add_rmsnorm(self, x, delta, w, eps, out) -> None:
         D = out.shape[-1]
-        self._launch("add_rmsnorm", out.dtype, (1,), (256,), (x, delta, w, f32(eps), out, i32(D), i32(1)))
+        self._launch("add_rmsnorm", out.dtype, (1,), (min(1024, _round32(D)),),
+                     (x, delta, w, f32(eps), out, i32(D), i32(1)))
 
     def rope_store(self, qkv, cos, sin, length, k_cache, v_cache, out) -> None:
         _int32("length", length)
@@ -128,7 +132,9 @@ class CudaKernels:
     def attention_merge(self, acc, mx, sm, length, window, out) -> None:
         _int32("length", length)
         H, C, hd = acc.shape
-        self._launch("attention_merge", out.dtype, (H,), (_round32(hd),),
+        if hd > 256:
+            raise ValueError(f"the CUDA attention merge takes head_dim <= 256, got {hd}")
+        self._launch("attention_merge", out.dtype, (H,), (256,),
                      (acc, mx, sm, length, out, i32(hd), i32(C), i32(self.split), i32(window)))
 
     def swiglu(self, gu, out) -> None:

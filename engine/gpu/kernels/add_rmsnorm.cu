@@ -1,7 +1,7 @@
 #include "common.cuh"
 // add_rmsnorm: (add != 0) x += delta, rounded to x's dtype as the engine's residual add is;
 // then out = x / sqrt(mean(x^2) + eps) * w, in float32, rounded once.
-// grid: 1, block: 256 (the vector is at most a few thousand values: one block reads it).
+// grid: 1, block: D rounded up to 32, at most 1024 (one block reads the few thousand values).
 template <class T>
 __device__ void add_rmsnorm(T* __restrict__ x, const T* __restrict__ delta, const T* __restrict__ w,
                             float eps, T* __restrict__ out, int D, int add) {

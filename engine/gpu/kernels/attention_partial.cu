@@ -36,21 +36,30 @@ __device__ void attention_partial(const T* __restrict__ q, const T* __restrict__
     for (int i = tid; i < G * hd; i += blockDim.x) part[i] = 0.f;
     __syncthreads();
 
-    // 1. scores: a warp takes 32 / L keys at a time; L lanes reduce each dot product
+    // 1. scores: a warp takes 32 / L keys at a time, four such groups per round (four 16-byte
+    //    loads in flight per lane before the first multiply); L lanes reduce each dot product
     const T* kb = k_cache + ((size_t)kvh * M + lo) * hd;
-    for (int t0 = warp * (32 / L); t0 < n; t0 += n_warps * (32 / L)) {  // t0: the same in a warp
-        const int t = t0 + lane / L;
-        float kf[E];
-        if (t < n) load16(kb + (size_t)t * hd + piece * E, kf);
-        else
+    const int stride = n_warps * (32 / L);
+    for (int t0 = warp * (32 / L) + lane / L; t0 - lane / L < n; t0 += 4 * stride) {  // uniform in a warp
+        float kf[4][E];
 #pragma unroll
-            for (int e = 0; e < E; ++e) kf[e] = 0.f;
+        for (int u = 0; u < 4; ++u) {
+            const int t = t0 + u * stride;
+            if (t < n) load16(kb + (size_t)t * hd + piece * E, kf[u]);
+            else
+#pragma unroll
+                for (int e = 0; e < E; ++e) kf[u][e] = 0.f;
+        }
         for (int g = 0; g < G; ++g) {
-            float s = 0.f;
 #pragma unroll
-            for (int e = 0; e < E; ++e) s = fmaf(kf[e], qs[g * hd + piece * E + e], s);
-            for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-            if (t < n && piece == 0) sc[g * P + t] = s;
+            for (int u = 0; u < 4; ++u) {
+                float s = 0.f;
+#pragma unroll
+                for (int e = 0; e < E; ++e) s = fmaf(kf[u][e], qs[g * hd + piece * E + e], s);
+                for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+                const int t = t0 + u * stride;
+                if (t < n && piece == 0) sc[g * P + t] = s;
+            }
         }
     }
     __syncthreads();
@@ -83,6 +92,7 @@ __device__ void attention_partial(const T* __restrict__ q, const T* __restrict__
 #pragma unroll
         for (int e = 0; e < E; ++e) a[g][e] = 0.f;
     const T* vb = v_cache + ((size_t)kvh * M + lo) * hd;
+#pragma unroll 4
     for (int t = kg; t < n; t += n_kg) {
         float vf[E];
         load16(vb + (size_t)t * hd + piece * E, vf);

@@ -21,7 +21,7 @@ import functools
 import numpy as np
 import pytest
 from decode_checks import TOLERANCE, as_dtype, gqa_config, greedy_compare
-from kernel_cases import SIMPLE, SMALL, attention_case, check_kernel
+from kernel_cases import LARGE, SIMPLE, SMALL, attention_case, check_kernel
 
 from engine import Transformer, load_course_model
 from engine.gpu import kernels_cuda
@@ -62,6 +62,26 @@ def test_each_kernel_matches_its_reference(kernels, name, dtype, order):
     check_kernel(kernels(order), np, name, dtype, np.random.default_rng(1), SMALL)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", SIMPLE)
+def test_each_kernel_at_the_gpu_test_sizes(kernels, name, dtype):
+    """32 query heads on 8 KV heads of 128, a 1000-token vocabulary (test_gpu_kernels' sizes)."""
+    check_kernel(kernels(), np, name, dtype, np.random.default_rng(2), LARGE)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("K", [8, 1160, 4096])
+def test_gemv_rows_long_enough_for_the_unrolled_loads(kernels, dtype, K):
+    """K = 4096 (Llama's width) runs the four-loads-in-flight loop; 1160 mixes it with the tail."""
+    rng = np.random.default_rng(K)
+    x, w = rng.standard_normal((1, K)).astype(dtype), (rng.standard_normal((K, 37)) * K**-0.5).astype(dtype)
+    y = np.empty((1, 37), dtype)
+    ks = kernels()
+    ks.matmul(x, ks.prepare_weight(w), out=y)
+    want = x.astype(np.float64) @ w.astype(np.float64)
+    assert np.abs(y - want).max() / np.abs(want).max() <= TOLERANCE[dtype]
+
+
 @pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("start, stop", [(0, 1), (0, 8), (0, 21), (11, 40)])
@@ -78,6 +98,23 @@ def test_attention_over_other_head_shapes(kernels, H, KV, hd):
     for dtype in DTYPES:
         err = attention_case(kernels(), np, dtype, 0, 19, np.random.default_rng(hd), H=H, KV=KV, hd=hd, M=24)
         assert err <= TOLERANCE[dtype], dtype
+
+
+def test_more_splits_than_the_merge_has_warps(kernels):
+    """Splits of 2 over 37 positions: 19 splits, so each of the merge's 8 warps takes several."""
+    for order in ORDERS:
+        err = attention_case(kernels(order, split=2), np, "float32", 0, 37, np.random.default_rng(2), H=4, KV=2,
+                             hd=16, M=40)
+        assert err <= TOLERANCE["float32"], order
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_attention_at_the_gpu_shape_and_split(kernels, dtype):
+    """Llama-3-8B's heads (32 query heads on 8 KV heads of 128) with the GPU's default split,
+    over 300 positions: three splits, the last one short."""
+    err = attention_case(kernels(split=kernels_cuda.DEFAULT_SPLIT), np, dtype, 0, 300, np.random.default_rng(9),
+                         H=32, KV=8, hd=128, M=384)
+    assert err <= TOLERANCE[dtype]
 
 
 # --------------------------------------------------------------------------- the whole step
