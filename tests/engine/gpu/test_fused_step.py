@@ -118,3 +118,29 @@ def test_kernel_sets_by_backend():
         assert kernel_set("cupy").name == "cupy"
     with pytest.raises(ValueError, match="unknown backend"):
         kernel_set("torch")
+
+
+def test_a_step_after_truncate_decodes_at_the_new_length():
+    """The host moved the cache back: the next step copies the length to the device first."""
+    model = Transformer.random(gqa_config(), seed=8)
+    ids = prompt(9, model.config.vocab_size)
+    cache = model.new_cache()
+    decoder = FusedDecoder(model, cache, ReferenceKernels(4))
+    for t in ids:
+        decoder.feed(t)
+        decoder.step()
+    cache.truncate(5)
+    decoder.feed(ids[5])
+    got = decoder.step().copy()
+    want = model.forward(ids[:6], last_only=True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert cache.length == 6 and int(decoder.length[0]) == 6
+
+
+def test_graph_capture_needs_cupy():
+    model = Transformer.random(gqa_config(), seed=0)
+    decoder = FusedDecoder(model, model.new_cache(), ReferenceKernels())
+    with pytest.raises(RuntimeError, match="needs CuPy"):
+        decoder.capture()
+    with pytest.raises(RuntimeError, match="capture\\(\\) first"):
+        decoder.replay()
