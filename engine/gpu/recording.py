@@ -5,7 +5,9 @@ host's launch rate, and none shows in a CPU timing:
   * launches: each kernel call or matmul costs ~10 us of host time;
   * synchronisation: reading a device value on the host (a transfer, ``float(x)``, ``if x:``)
     stalls the host until the GPU has finished everything queued;
-  * allocation: a new array inside a step costs time and forbids capturing it as a graph.
+  * allocation: a new array inside a step costs time and forbids capturing it as a graph;
+  * arguments: a CUDA graph freezes every launch's scalars and buffer addresses, so a step
+    can be captured once and replayed only if each launch repeats its arguments exactly.
 
 ``RecordingBackend`` wraps NumPy: its ``xp`` hands out ``DeviceArray`` objects that behave
 like CuPy arrays (not NumPy arrays: a host conversion is explicit) and log every operation
@@ -19,7 +21,12 @@ the kernel's registers and not the step's business.
     decoder = FusedDecoder(model, cache, RecordingKernels(ReferenceKernels(), rec))
     with rec.phase("step 0"):
         decoder.step()
-    rec.events("step 0")   ->  [Event(kind="launch", name="embed"), ...]
+    rec.events("step 0")   ->  [Event(kind="launch", name="embed", args=(...)), ...]
+    launch_changes(rec.log, ["step 0", "step 1"])  ->  []  (what graph replay needs)
+
+Each launch is recorded with its arguments' ``signature``: arrays by device address, shape
+and dtype, scalars by type and value. A CUDA kernel set (engine/gpu/kernels_cuda.py) reports
+its real launches (grid, block and every argument) through ``on_launch``.
 
 Limits: operations through NumPy submodules (``xp.linalg``) and on plain NumPy arrays that
 never came from this backend are not seen.

@@ -144,3 +144,18 @@ def test_graph_capture_needs_cupy():
         decoder.capture()
     with pytest.raises(RuntimeError, match="capture\\(\\) first"):
         decoder.replay()
+
+
+def test_the_cuda_sources_ship_with_the_engine():
+    """kernel_set("cupy") reads engine/gpu/kernels/*.cu at run time: they are package data."""
+    import tomllib
+    from pathlib import Path
+
+    from engine.gpu import kernels_cuda
+
+    root = Path(__file__).resolve().parents[3]
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["engine"]
+    for name in kernels_cuda.SOURCES:
+        path = kernels_cuda.KERNEL_DIR / f"{name}.cu"
+        assert path.exists() and any(path.match("*/engine/" + pattern) for pattern in data), name
+    assert "gpu/kernels/*.cuh" in data
