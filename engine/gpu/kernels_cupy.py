@@ -7,7 +7,7 @@ import cupy
 
 from engine.gpu.kernels_cuda import DEFAULT_SPLIT, CudaKernels
 
-NVRTC_OPTIONS = ("--std=c++17",)
+NVRTC_OPTIONS = ()  # CuPy adds the architecture and -ftz=true; NVRTC 12+ compiles C++17 by default
 
 
 def raw_module(code: str, options=()):
