@@ -6,7 +6,23 @@
 // value is rounded once, when it is stored. Each kernel has an _f16 and an _f32 entry point,
 // instances of one template.
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#if !defined(KV_NO_CUDA_FP16) && __has_include(<cuda_fp16.h>)
 #include <cuda_fp16.h>
+#else
+// No CUDA headers where NVRTC runs (a CuPy install without them): the two conversions the
+// kernels use, as the PTX instructions cuda_fp16.h wraps (round to nearest even).
+struct __align__(2) __half { unsigned short x; };
+__device__ __forceinline__ float __half2float(__half h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x));
+    return f;
+}
+__device__ __forceinline__ __half __float2half_rn(float f) {
+    __half h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f));
+    return h;
+}
+#endif
 #endif
 
 __device__ __forceinline__ float ld(const float* p) { return *p; }
