@@ -2,29 +2,39 @@
 is checked against, and a kernel set that runs (slowly) on the CPU.
 
 Shapes use engine/model.py's alphabet, plus three for the cache and its split:
-    M   cache slots (KVCache.max_len)      P   positions per chunk of the split
-    C   chunks (ceil(positions read / P))
+    M   cache slots (KVCache.max_len)      P   positions per split of the attention
+    C   splits of the whole cache (ceil(M / P)): the attention grid, the same at every step
 
 A kernel set is any object with the methods of ``ReferenceKernels`` below, an ``xp`` (the
 array module its arrays live in) and ``split`` (P). Every method writes into arrays the
-caller allocated once and returns nothing; on a GPU each call is one kernel launch (matmul:
-one cuBLAS call). Inside a kernel everything is float32 and rounded once, to the output's
-dtype, when it is written: that is what a CUDA kernel does in registers, and why these
-references differ from the per-op engine (which rounds after every op in float16) by a
-rounding error only.
+caller allocated once and returns nothing; on a GPU each call is one kernel launch. Inside
+a kernel everything is float32 and rounded once, to the output's dtype, when it is written:
+that is what a CUDA kernel does in registers, and why these references differ from the
+per-op engine (which rounds after every op in float16) by a rounding error only.
 
-    embed(table [V, D], token [1] int, out [1, D])              gather one row
+Nothing that changes from token to token is an argument: the token id and ``length`` (the
+positions in the cache, counting the token being decoded) live in device int32 arrays of
+one element. ``embed`` increments ``length`` (the step claims its slot) and the later
+kernels read it there; so every launch of a step has the same arguments at every step, and
+a GPU can capture the step once as a CUDA graph and replay it.
+
+    embed(table [V, D], token [1], length [1], out [1, D])     gather one row; length += 1
     rmsnorm(x [1, D], w [D], eps, out [1, D])                   out = x / rms(x) * w
     add_rmsnorm(x [1, D], delta [1, D], w [D], eps, out [1, D]) x += delta, then rmsnorm(x) into out
-    rope_store(qkv [1, (H+2KV)*hd], cos, sin [M, hd], pos,       rotate q and k of position pos, write
-               k_cache, v_cache [KV, M, hd], out [H, hd])       k, v into cache slot pos, q into out
-    attention_partial(q [H, hd], k_cache, v_cache, start, stop, flash-decoding, part 1: per KV head and
-                      acc [H, C, hd], mx [H, C], sm [H, C])     chunk of P positions, its G query heads'
+    rope_store(qkv [1, (H+2KV)*hd], cos, sin [max_seq_len, hd], rotate q and k of position length-1,
+               length, k_cache, v_cache [KV, M, hd], out [H, hd])  write k, v into that cache slot
+    attention_partial(q [H, hd], k_cache, v_cache, length,      flash-decoding, part 1: per KV head and
+                      window, acc [H, C, hd], mx [H, C], sm)    split of P positions, its G query heads'
                                                                   max score, sum of exp and weighted V
-    attention_merge(acc, mx, sm, n_chunks, out [1, H*hd])       part 2: log-sum-exp merge of the chunks
+    attention_merge(acc, mx, sm, length, window, out [1, H*hd]) part 2: log-sum-exp merge of the splits
     swiglu(gu [1, 2F], out [1, F])                              silu(gate) * up
-    matmul(a [1, K], b [K, N], out [1, N])                      the projections (cuBLAS on a GPU)
-    argmax(logits [1, V], out [1] int)                          greedy choice, stays on the device
+    prepare_weight(w [K, N]) -> the weight as matmul reads it   (here w itself; CUDA: [N, K])
+    matmul(a [1, K], b (prepared), out [1, N])                  the projections and the LM head
+    argmax(logits [1, V], out [1])                              greedy choice, stays on the device
+
+``window`` is the sliding window in positions, 0 for none (positions max(0, length - window)
+.. length-1 are read). Split c always covers positions c*P .. c*P+P-1, so only the splits
+that hold positions are computed, and the merge reads only those.
 """
 from __future__ import annotations
 
@@ -37,7 +47,7 @@ KERNELS = ("embed", "rmsnorm", "add_rmsnorm", "rope_store", "attention_partial",
 
 
 def n_chunks(n_positions: int, split: int) -> int:
-    """C: chunks of ``split`` positions that cover ``n_positions`` (the last may be short)."""
+    """C: splits of ``split`` positions that cover ``n_positions`` (the last may be short)."""
     return -(-n_positions // split)
 
 
@@ -64,13 +74,14 @@ def add_rmsnorm(x, delta, w, eps: float, out) -> None:
 # --------------------------------------------------------------------------- rope + cache write
 
 
-def rope_store(qkv, cos, sin, pos: int, k_cache, v_cache, out) -> None:
-    """Rotate q and k of one new position by RoPE, write k and v into cache slot ``pos``.
+def rope_store(qkv, cos, sin, length, k_cache, v_cache, out) -> None:
+    """Rotate q and k of the new position (length[0] - 1) by RoPE, write k and v into its slot.
 
     qkv [1, (H+2KV)*hd] is the output of the fused Q|K|V projection; the HF convention of
     engine/model.py (rotate_half pairs dimension j with j + hd/2).
     """
     H, (KV, _M, hd) = out.shape[0], k_cache.shape
+    pos = int(length[0]) - 1
     x = qkv.reshape(H + 2 * KV, hd)  # [H+2KV, hd]
     qk = x[: H + KV].astype(F32)  # [H+KV, hd]
     half = hd // 2
@@ -84,48 +95,65 @@ def rope_store(qkv, cos, sin, pos: int, k_cache, v_cache, out) -> None:
 # --------------------------------------------------------------------------- attention
 
 
-def attention_partial(q, k_cache, v_cache, start: int, stop: int, acc, mx, sm, *, split: int) -> None:
-    """Part 1 of flash-decoding over cache positions start .. stop-1, in chunks of ``split``.
+def read_range(length, window: int) -> tuple[int, int]:
+    """(start, stop): the positions a step attends to, from the device length and the window."""
+    stop = int(length[0])
+    return (max(0, stop - window) if window else 0), stop
 
-    For each KV head and chunk (one GPU thread block each, so long contexts fill every SM),
-    the chunk's K and V rows are read once, in the cache's dtype, for all G query heads of
+
+def split_range(start: int, stop: int, split: int) -> tuple[int, int]:
+    """(c0, c1): the first and last split holding positions start .. stop-1 (split c = c*P ..)."""
+    return start // split, (stop - 1) // split
+
+
+def attention_partial(q, k_cache, v_cache, length, window: int, acc, mx, sm, *, split: int) -> None:
+    """Part 1 of flash-decoding over the positions read_range(length, window).
+
+    For each KV head and split (one GPU thread block each, so long contexts fill every SM),
+    the split's K and V rows are read once, in the cache's dtype, for all G query heads of
     the group, and accumulated in float32:
-        s  = q . k / sqrt(hd)          scores of the chunk        [G, P]
-        mx = max(s)                    the chunk's largest score  [G]
+        s  = q . k / sqrt(hd)          scores of the split        [G, P]
+        mx = max(s)                    the split's largest score  [G]
         sm = sum(exp(s - mx))          its softmax denominator    [G]
         acc = exp(s - mx) @ V          its unnormalised output    [G, hd]
-    Writes chunks 0 .. C-1 of acc [H, C, hd], mx and sm [H, C] (float32); later chunks of the
-    workspace are left as they were.
+    Writes splits c0 .. c1 of acc [H, C, hd], mx and sm [H, C] (float32); the other splits of
+    the workspace are left as they were (their blocks exit at once on a GPU).
     """
     H, hd = q.shape
-    KV = k_cache.shape[0]
-    G, n = H // KV, stop - start
-    C = n_chunks(n, split)
-    pad = C * split - n
-    K = np.pad(k_cache[:, start:stop].astype(F32), ((0, 0), (0, pad), (0, 0))).reshape(KV, C, split, hd)
-    V = np.pad(v_cache[:, start:stop].astype(F32), ((0, 0), (0, pad), (0, 0))).reshape(KV, C, split, hd)
+    KV, M = k_cache.shape[:2]
+    G = H // KV
+    start, stop = read_range(length, window)
+    c0, c1 = split_range(start, stop, split)
+    lo, n_c = c0 * split, c1 - c0 + 1
+    hi = min(M, lo + n_c * split)
+    pad = n_c * split - (hi - lo)
+    K = np.pad(k_cache[:, lo:hi].astype(F32), ((0, 0), (0, pad), (0, 0))).reshape(KV, n_c, split, hd)
+    V = np.pad(v_cache[:, lo:hi].astype(F32), ((0, 0), (0, pad), (0, 0))).reshape(KV, n_c, split, hd)
+    absolute = lo + np.arange(n_c * split).reshape(n_c, split)  # position of each slot
+    outside = (absolute < start) | (absolute >= stop)  # [n_c, P]: slots not read
+    K[:, outside], V[:, outside] = 0, 0  # (a GPU block never loads them)
     qg = q.astype(F32).reshape(KV, G, hd)  # query head h reads KV head h // G
-    s = np.einsum("kgd,kcpd->kgcp", qg, K) * F32(1.0 / hd**0.5)  # [KV, G, C, P]
-    if pad:
-        s[..., C - 1, split - pad :] = -np.inf  # the short last chunk's empty slots
-    m = s.max(axis=-1)  # [KV, G, C]
-    p = np.exp(s - m[..., None])  # [KV, G, C, P]
-    acc[:, :C] = np.einsum("kgcp,kcpd->kgcd", p, V).reshape(H, C, hd)
-    mx[:, :C] = m.reshape(H, C)
-    sm[:, :C] = p.sum(axis=-1).reshape(H, C)
+    s = np.einsum("kgd,kcpd->kgcp", qg, K) * F32(1.0 / hd**0.5)  # [KV, G, n_c, P]
+    s[..., outside] = -np.inf
+    m = s.max(axis=-1)  # [KV, G, n_c]
+    p = np.exp(s - m[..., None])  # [KV, G, n_c, P]
+    acc[:, c0 : c1 + 1] = np.einsum("kgcp,kcpd->kgcd", p, V).reshape(H, n_c, hd)
+    mx[:, c0 : c1 + 1] = m.reshape(H, n_c)
+    sm[:, c0 : c1 + 1] = p.sum(axis=-1).reshape(H, n_c)
 
 
-def attention_merge(acc, mx, sm, C: int, out) -> None:
-    """Part 2: merge C chunks by log-sum-exp into out [1, H*hd] (head-major, as wo expects).
+def attention_merge(acc, mx, sm, length, window: int, out, *, split: int) -> None:
+    """Part 2: merge the splits c0 .. c1 by log-sum-exp into out [1, H*hd] (head-major).
 
-    With M the largest chunk maximum, each chunk is rescaled by exp(mx - M):
+    With M the largest split maximum, each split is rescaled by exp(mx - M):
         out[h] = sum_c exp(mx[h,c] - M) acc[h,c] / sum_c exp(mx[h,c] - M) sm[h,c]
     which is exactly softmax(all scores) @ V, however the positions were split.
     """
-    m = mx[:, :C]  # [H, C]
-    w = np.exp(m - m.max(axis=1, keepdims=True))  # [H, C]
-    num = (w[..., None] * acc[:, :C]).sum(axis=1)  # [H, hd]
-    den = (w * sm[:, :C]).sum(axis=1)  # [H]
+    c0, c1 = split_range(*read_range(length, window), split)
+    m = mx[:, c0 : c1 + 1]  # [H, n]
+    w = np.exp(m - m.max(axis=1, keepdims=True))  # [H, n]
+    num = (w[..., None] * acc[:, c0 : c1 + 1]).sum(axis=1)  # [H, hd]
+    den = (w * sm[:, c0 : c1 + 1]).sum(axis=1)  # [H]
     out[...] = (num / den[:, None]).reshape(out.shape)
 
 
@@ -139,13 +167,20 @@ def swiglu(gu, out) -> None:
     out[...] = g * (F32(0.5) + F32(0.5) * np.tanh(F32(0.5) * g)) * u  # g * sigmoid(g), no overflow
 
 
-def embed(table, token, out) -> None:
-    """out [1, D] = table[token[0]]: the token id is read on the device, never by the host."""
-    out[...] = table[token]
+def embed(table, token, length, out) -> None:
+    """out [1, D] = table[token[0]] (the token id is read on the device, never by the host),
+    and length[0] += 1: the step claims its cache slot before any later kernel reads it."""
+    out[...] = table[token[:1]]
+    length[0] += 1
+
+
+def prepare_weight(w):
+    """The weight as ``matmul`` reads it: here the engine's [K, N] itself (no copy)."""
+    return w
 
 
 def matmul(a, b, out) -> None:
-    """out = a @ b into the caller's buffer (cuBLAS on a GPU, BLAS here)."""
+    """out = a @ b into the caller's buffer (BLAS here; the CUDA set's gemv reads b as [N, K])."""
     np.matmul(a, b, out=out)
 
 
@@ -161,8 +196,8 @@ class ReferenceKernels:
     """The NumPy kernel set: the maths above behind the kernel-set interface.
 
     ``split`` is P, the positions per chunk of attention_partial; a CUDA kernel set picks it
-    so that KV heads x chunks fills the GPU at long contexts while a short context stays
-    one chunk (tests use small values so that short contexts cross chunk boundaries).
+    so that KV heads x splits fills the GPU at long contexts while a short context stays
+    one split (tests use small values so that short contexts cross split boundaries).
     """
 
     name = "numpy-reference"
@@ -177,10 +212,13 @@ class ReferenceKernels:
     rmsnorm = staticmethod(rmsnorm)
     add_rmsnorm = staticmethod(add_rmsnorm)
     rope_store = staticmethod(rope_store)
-    attention_merge = staticmethod(attention_merge)
     swiglu = staticmethod(swiglu)
+    prepare_weight = staticmethod(prepare_weight)
     matmul = staticmethod(matmul)
     argmax = staticmethod(argmax)
 
-    def attention_partial(self, q, k_cache, v_cache, start, stop, acc, mx, sm) -> None:
-        attention_partial(q, k_cache, v_cache, start, stop, acc, mx, sm, split=self.split)
+    def attention_partial(self, q, k_cache, v_cache, length, window, acc, mx, sm) -> None:
+        attention_partial(q, k_cache, v_cache, length, window, acc, mx, sm, split=self.split)
+
+    def attention_merge(self, acc, mx, sm, length, window, out) -> None:
+        attention_merge(acc, mx, sm, length, window, out, split=self.split)

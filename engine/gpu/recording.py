@@ -5,7 +5,9 @@ host's launch rate, and none shows in a CPU timing:
   * launches: each kernel call or matmul costs ~10 us of host time;
   * synchronisation: reading a device value on the host (a transfer, ``float(x)``, ``if x:``)
     stalls the host until the GPU has finished everything queued;
-  * allocation: a new array inside a step costs time and forbids capturing it as a graph.
+  * allocation: a new array inside a step costs time and forbids capturing it as a graph;
+  * arguments: a CUDA graph freezes every launch's scalars and buffer addresses, so a step
+    can be captured once and replayed only if each launch repeats its arguments exactly.
 
 ``RecordingBackend`` wraps NumPy: its ``xp`` hands out ``DeviceArray`` objects that behave
 like CuPy arrays (not NumPy arrays: a host conversion is explicit) and log every operation
@@ -19,7 +21,12 @@ the kernel's registers and not the step's business.
     decoder = FusedDecoder(model, cache, RecordingKernels(ReferenceKernels(), rec))
     with rec.phase("step 0"):
         decoder.step()
-    rec.events("step 0")   ->  [Event(kind="launch", name="embed"), ...]
+    rec.events("step 0")   ->  [Event(kind="launch", name="embed", args=(...)), ...]
+    launch_changes(rec.log, ["step 0", "step 1"])  ->  []  (what graph replay needs)
+
+Each launch is recorded with its arguments' ``signature``: arrays by device address, shape
+and dtype, scalars by type and value. A CUDA kernel set (engine/gpu/kernels_cuda.py) reports
+its real launches (grid, block and every argument) through ``on_launch``.
 
 Limits: operations through NumPy submodules (``xp.linalg``) and on plain NumPy arrays that
 never came from this backend are not seen.
@@ -42,6 +49,39 @@ class Event:
     phase: str
     kind: str
     name: str
+    args: tuple = ()  # a launch's arguments as ``signature`` describes them
+
+
+def signature(value):
+    """What a launch argument is, as a CUDA graph would freeze it: an array by its device
+    address, shape and dtype (the same buffer at every step), anything else by its type and
+    value. Two steps whose launches have equal signatures can replay one captured graph."""
+    if isinstance(value, DeviceArray):
+        value = value._a
+    if isinstance(value, np.ndarray):
+        return ("array", value.__array_interface__["data"][0], value.shape, value.dtype.str)
+    if hasattr(value, "data") and hasattr(value.data, "ptr"):  # a CuPy array
+        return ("array", int(value.data.ptr), tuple(value.shape), value.dtype.str)
+    if isinstance(value, (tuple, list)):
+        return tuple(signature(v) for v in value)
+    if isinstance(value, np.generic):
+        return ("scalar", value.dtype.str, value.item())
+    return ("scalar", type(value).__name__, value)
+
+
+def launch_changes(log: list[Event], phases: list[str]) -> list[str]:
+    """How the launches of ``phases`` differ from those of the first: [] when every step
+    launches the same kernels with the same arguments (what graph replay needs)."""
+    by_phase = [[(e.name, e.args) for e in log if e.phase == p and e.kind == "launch"] for p in phases]
+    first, changes = by_phase[0], []
+    for phase, launches in zip(phases[1:], by_phase[1:]):
+        if len(launches) != len(first):
+            changes.append(f"{phase}: {len(launches)} launches, {phases[0]}: {len(first)}")
+            continue
+        for i, (a, b) in enumerate(zip(first, launches)):
+            if a != b:
+                changes.append(f"{phase}: launch {i} ({b[0]}) has arguments {b[1]!r}, {phases[0]} had {a[1]!r}")
+    return changes
 
 
 class RecordingBackend:
@@ -62,9 +102,14 @@ class RecordingBackend:
         finally:
             self.current = before
 
-    def record(self, kind: str, name: str) -> None:
+    def record(self, kind: str, name: str, args: tuple = ()) -> None:
         if not self.in_kernel:
-            self.log.append(Event(self.current, kind, name))
+            self.log.append(Event(self.current, kind, name, args))
+
+    def on_launch(self, name: str, grid, block, args) -> None:
+        """A CUDA kernel set's launch hook (CudaKernels(on_launch=...)): the entry point, grid,
+        block and every argument, recorded as one launch."""
+        self.record("launch", name, (tuple(grid), tuple(block)) + signature(tuple(args)))
 
     def events(self, phase: str, kind: str | None = None) -> list[Event]:
         return [e for e in self.log if e.phase == phase and (kind is None or e.kind == kind)]
@@ -259,7 +304,9 @@ class DeviceArray(NDArrayOperatorsMixin):
 
 
 class RecordingKernels:
-    """A kernel set whose every call is logged as one launch; the kernel runs on plain NumPy."""
+    """A kernel set whose every call is logged as one launch, with its arguments' signatures;
+    the kernel runs on plain NumPy. ``prepare_weight`` (done once, when a decoder is built)
+    is passed through and its result handed back as a DeviceArray."""
 
     def __init__(self, inner, backend: RecordingBackend):
         self.inner, self.backend = inner, backend
@@ -267,12 +314,19 @@ class RecordingKernels:
         self.split = inner.split
         self.name = f"recording({inner.name})"
 
+    def prepare_weight(self, w):
+        raw = unwrap(w)
+        out = self.inner.prepare_weight(raw)
+        if _new_memory(out, raw):
+            self.backend.record("alloc", "prepare_weight")
+        return self.backend.wrap(out)
+
     def __getattr__(self, name: str):
         kernel = getattr(self.inner, name)
         backend = self.backend
 
         def launch(*args, **kwargs):
-            backend.record("launch", name)
+            backend.record("launch", name, signature(args) + signature(tuple(sorted(kwargs.items()))))
             backend.in_kernel = True
             try:
                 kernel(*unwrap(args), **unwrap(kwargs))

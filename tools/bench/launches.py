@@ -20,6 +20,10 @@ class CountingKernels:
         self.inner, self.calls = inner, 0
         self.xp, self.split, self.name = inner.xp, inner.split, inner.name
 
+    def prepare_weight(self, w):
+        """Not a launch of the step: a weight laid out once, when the decoder is built."""
+        return self.inner.prepare_weight(w)
+
     def __getattr__(self, name: str):
         kernel = getattr(self.inner, name)
 

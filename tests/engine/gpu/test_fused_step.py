@@ -109,7 +109,53 @@ def test_wrong_inputs_are_clear_errors(case, error, words):
 
 def test_kernel_sets_by_backend():
     assert isinstance(kernel_set("numpy"), ReferenceKernels)
-    with pytest.raises(KernelSetMissing, match="not written yet"):
-        kernel_set("cupy")
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(KernelSetMissing, match="needs CuPy"):
+            kernel_set("cupy")
+    else:
+        assert kernel_set("cupy").name == "cupy"
     with pytest.raises(ValueError, match="unknown backend"):
         kernel_set("torch")
+
+
+def test_a_step_after_truncate_decodes_at_the_new_length():
+    """The host moved the cache back: the next step copies the length to the device first."""
+    model = Transformer.random(gqa_config(), seed=8)
+    ids = prompt(9, model.config.vocab_size)
+    cache = model.new_cache()
+    decoder = FusedDecoder(model, cache, ReferenceKernels(4))
+    for t in ids:
+        decoder.feed(t)
+        decoder.step()
+    cache.truncate(5)
+    decoder.feed(ids[5])
+    got = decoder.step().copy()
+    want = model.forward(ids[:6], last_only=True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert cache.length == 6 and int(decoder.length[0]) == 6
+
+
+def test_graph_capture_needs_cupy():
+    model = Transformer.random(gqa_config(), seed=0)
+    decoder = FusedDecoder(model, model.new_cache(), ReferenceKernels())
+    with pytest.raises(RuntimeError, match="needs CuPy"):
+        decoder.capture()
+    with pytest.raises(RuntimeError, match="capture\\(\\) first"):
+        decoder.replay()
+
+
+def test_the_cuda_sources_ship_with_the_engine():
+    """kernel_set("cupy") reads engine/gpu/kernels/*.cu at run time: they are package data."""
+    import tomllib
+    from pathlib import Path
+
+    from engine.gpu import kernels_cuda
+
+    root = Path(__file__).resolve().parents[3]
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["engine"]
+    for name in kernels_cuda.SOURCES:
+        path = kernels_cuda.KERNEL_DIR / f"{name}.cu"
+        assert path.exists() and any(path.match("*/engine/" + pattern) for pattern in data), name
+    assert "gpu/kernels/*.cuh" in data

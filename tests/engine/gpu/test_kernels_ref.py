@@ -57,7 +57,7 @@ def test_rope_store_rotates_q_and_k_and_writes_only_slot_pos(dtype, pos):
     k_cache, v_cache = rand(rng, (KV, M, hd), dtype), rand(rng, (KV, M, hd), dtype)
     before_k, before_v = k_cache.copy(), v_cache.copy()
     q = np.empty((H, hd), dtype)
-    K.rope_store(qkv, cos, sin, pos, k_cache, v_cache, out=q)
+    K.rope_store(qkv, cos, sin, np.array([pos + 1], np.int32), k_cache, v_cache, out=q)
 
     x = qkv.reshape(1, H + 2 * KV, hd)
     rotated = apply_rope(x[:, : H + KV], cos[pos : pos + 1], sin[pos : pos + 1], np)[0]  # [H+KV, hd]
@@ -80,13 +80,15 @@ def dense_attention(q, k_cache, v_cache, start, stop):
 
 
 def run_attention(q, k_cache, v_cache, start, stop, split):
+    """Positions start .. stop-1 as a step sees them: length = stop, window = stop - start."""
     H, hd = q.shape
     C_max = K.n_chunks(k_cache.shape[1], split)
-    acc = np.full((H, C_max, hd), np.nan, np.float32)  # chunks the call does not fill stay NaN
+    acc = np.full((H, C_max, hd), np.nan, np.float32)  # splits the call does not fill stay NaN
     mx, sm = np.full((H, C_max), np.nan, np.float32), np.full((H, C_max), np.nan, np.float32)
-    K.attention_partial(q, k_cache, v_cache, start, stop, acc, mx, sm, split=split)
+    length, window = np.array([stop], np.int32), (stop - start if start else 0)
+    K.attention_partial(q, k_cache, v_cache, length, window, acc, mx, sm, split=split)
     out = np.empty((1, H * hd), q.dtype)
-    K.attention_merge(acc, mx, sm, K.n_chunks(stop - start, split), out)
+    K.attention_merge(acc, mx, sm, length, window, out, split=split)
     return out
 
 
@@ -139,15 +141,16 @@ def test_swiglu_is_the_engines_mlp_before_w_down(dtype):
 
 def test_embed_matmul_argmax_write_into_their_outputs():
     rng = np.random.default_rng(4)
-    table, token = rand(rng, (50, 16), "float32"), np.array([37])
+    table, token, length = rand(rng, (50, 16), "float32"), np.array([37], np.int32), np.array([5], np.int32)
     x = np.empty((1, 16), np.float32)
-    K.embed(table, token, x)
+    K.embed(table, token, length, x)
     np.testing.assert_array_equal(x, table[[37]])
+    assert length[0] == 6  # the step claimed slot 5
     w = rand(rng, (16, 50), "float32")
     logits = np.empty((1, 50), np.float32)
     K.matmul(x, w, logits)
     np.testing.assert_allclose(logits, x @ w, rtol=1e-6)
-    best = np.zeros(1, np.int64)
+    best = np.zeros(1, np.int32)
     K.argmax(logits, best)
     assert best[0] == np.argmax(x @ w)
 

@@ -14,7 +14,7 @@ from decode_checks import gqa_config
 from engine import Transformer
 from engine.gpu.fused_step import FusedDecoder
 from engine.gpu.kernels_ref import ReferenceKernels
-from engine.gpu.recording import RecordingBackend, RecordingKernels
+from engine.gpu.recording import RecordingBackend, RecordingKernels, launch_changes
 
 MAX_LAUNCHES_PER_LAYER = 10  # issue 8's goal
 STEPS = 6
@@ -121,9 +121,9 @@ def test_a_step_that_breaks_the_rules_is_caught(decoder_class, kind):
 
 def test_an_extra_kernel_call_is_counted():
     class TwoNorms(FusedDecoder):
-        def _layer(self, index, layer, pos):
+        def _layer(self, index, layer):
             self.kernels.rmsnorm(self.x, layer.attn_norm, 1e-5, out=self.n)
-            super()._layer(index, layer, pos)
+            super()._layer(index, layer)
 
     base = launches(recorded(gqa_config(n_layers=2), steps=1)[0], 0)
     assert launches(recorded(gqa_config(n_layers=2), decoder_class=TwoNorms, steps=1)[0], 0) == base + 2
@@ -142,3 +142,49 @@ def test_launches_per_step_stand_in_counts_like_a_real_shape(n_layers):
 
     rec, _ = recorded(gqa_config(n_layers=n_layers, d_model=128, ffn_dim=200), steps=1)
     assert launches_per_step(n_layers) == launches(rec, 0)
+
+
+# --------------------------------------------------------------------------- graph replay: the same
+# arguments at every step (a CUDA graph freezes every scalar and every buffer address)
+
+
+def steps(n: int = STEPS) -> list[str]:
+    return [f"step {i}" for i in range(n)]
+
+
+def test_every_launch_has_the_same_arguments_at_every_step(three_layers):
+    rec, _ = three_layers
+    assert launch_changes(rec.log, steps()) == []
+    first = rec.events("step 0", "launch")
+    assert all(e.args for e in first)  # the arguments were recorded, not left empty
+    assert any(("scalar", "int", 0) in e.args for e in first)  # e.g. the window (none: 0)
+
+
+def test_the_steps_cross_a_split_boundary_with_the_same_launches():
+    """Split 2: steps 0..5 read one to three splits; the grid and arguments do not move."""
+    rec, decoder = recorded(gqa_config(n_layers=2), split=2)
+    assert decoder.cache.length == STEPS and launch_changes(rec.log, steps()) == []
+
+
+class PassesThePosition(FusedDecoder):
+    """The old design: the host hands the attention its range as a scalar at every step."""
+
+    def step(self):
+        self.window = self.cache.length + 1  # the same maths (the whole context), a new scalar
+        return super().step()
+
+
+class SwapsBuffers(FusedDecoder):
+    """Ping-pong between two workspaces: no allocation, but the addresses change per step."""
+
+    def step(self):
+        self.n, self.delta = self.delta, self.n
+        return super().step()
+
+
+@pytest.mark.parametrize("decoder_class, words", [(PassesThePosition, "(attention_partial)"), (SwapsBuffers, "(matmul)")])
+def test_a_step_whose_arguments_change_is_caught(decoder_class, words):
+    rec, _ = recorded(gqa_config(n_layers=1), decoder_class=decoder_class, steps=3)
+    changes = launch_changes(rec.log, steps(3))
+    assert changes and any(words in c for c in changes)
+    assert not any(rec.events(p, k) for p in steps(3) for k in ("op", "alloc", "host"))  # only this check sees it

@@ -39,7 +39,7 @@ def test_step_paths(choice, backend, path, kernels):
     assert (step.note is not None) == (choice == "auto" and backend == "cupy")  # says the CuPy set is missing
 
 
-@pytest.mark.parametrize("choice, words", [("fused", "not written yet"), ("bogus", "unknown --step")])
+@pytest.mark.parametrize("choice, words", [("fused", "needs CuPy"), ("bogus", "unknown --step")])
 def test_a_step_path_that_cannot_run_is_a_clear_error(choice, words):
     with pytest.raises(BenchError, match=words):
         steps.resolve(choice, "cupy")
