@@ -48,9 +48,10 @@ def split_attention(model, ids: list[int], layer: int, split: int):
     q = apply_rope(qkv[:, :H], model.cos[S - 1 : S], model.sin[S - 1 : S], np)[0]  # [H, hd]
     C = n_chunks(S, split)
     acc, mx, sm = np.zeros((H, C, hd), np.float32), np.zeros((H, C), np.float32), np.zeros((H, C), np.float32)
-    attention_partial(q, cache.k[layer], cache.v[layer], 0, S, acc, mx, sm, split=split)
+    length = np.array([S], np.int32)  # the kernels read the cache length from a device buffer
+    attention_partial(q, cache.k[layer], cache.v[layer], length, 0, acc, mx, sm, split=split)  # 0: no window
     merged = np.zeros((1, H * hd), np.float32)
-    attention_merge(acc, mx, sm, C, merged)
+    attention_merge(acc, mx, sm, length, 0, merged, split=split)
     V = np.repeat(cache.values(layer), H // KV, axis=0)  # [H, S, hd]: query head h reads KV head h // G
     one_pass = np.einsum("hs,hsd->hd", tr.attn[layer][:, -1, :], V)
     return tr.scores[layer][:, -1, :], acc, mx, sm, merged.reshape(H, hd), one_pass

@@ -55,6 +55,9 @@ class FusedDecoder:
                             f"got {type(cache).__name__}")
         if cache.config != model.config:
             raise ValueError("this KV cache was made for a different model config; use model.new_cache()")
+        if getattr(model.config, "attention_sinks", 0):
+            raise ValueError("the fused step's attention kernel knows a sliding window but not "
+                             "attention sinks; decode a config with attention_sinks through model.forward")
         if kernels.xp is not model.xp:
             raise ValueError(f"kernel set {kernels.name!r} works on {kernels.xp.__name__} arrays, "
                              f"the model's are {model.xp.__name__}")

@@ -159,3 +159,11 @@ def test_the_cuda_sources_ship_with_the_engine():
         path = kernels_cuda.KERNEL_DIR / f"{name}.cu"
         assert path.exists() and any(path.match("*/engine/" + pattern) for pattern in data), name
     assert "gpu/kernels/*.cuh" in data
+
+
+def test_attention_sinks_are_refused():
+    """The attention kernel masks a window but has no sink rule: a sink config must not run
+    through it and silently drop the sinks (plate 7's SinkKVCache config)."""
+    model = Transformer.random(gqa_config(sliding_window=8, attention_sinks=2), seed=2)
+    with pytest.raises(ValueError, match="attention sinks"):
+        FusedDecoder(model, model.new_cache(), ReferenceKernels())
