@@ -45,6 +45,8 @@ from engine.config import Config
 class HeavyHitterKVCache(BaseCache):
     """B = budget slots per layer: the ``recent`` newest positions plus the heaviest hitters."""
 
+    _logs_writes = True  # nothing is written before advance(): an abort only drops the pending step
+
     def __init__(self, config: Config, budget: int, recent: int, xp=np):
         super().__init__(config, xp)
         if config.sliding_window is not None:
@@ -147,6 +149,19 @@ class HeavyHitterKVCache(BaseCache):
             self.pos[layer][:m], self.score[layer][:m] = key_pos[kept], score[kept]
             self._pending[layer] = None
         super().advance(n_new)
+
+    def abort(self) -> None:
+        """Drop the open step: store() wrote nothing, so only the pending keys and scores go."""
+        self._pending = [None] * self.config.n_layers
+        super().abort()
+
+    def keys(self, layer: int):
+        """K [KV, held, hd] of ``layer``, oldest position first (a copy; positions(layer) names them)."""
+        return self.k[layer][:, : self.held].copy()
+
+    def values(self, layer: int):
+        """V [KV, held, hd] of ``layer``, as keys()."""
+        return self.v[layer][:, : self.held].copy()
 
     def truncate(self, n: int) -> None:
         """Refused (except to the current length): the scores remember queries a rewind would drop."""

@@ -38,6 +38,8 @@ from engine.config import Config
 class SinkKVCache(BaseCache):
     """S = config.attention_sinks slots that never move, then a rolling window of W slots."""
 
+    _logs_writes = True  # store() logs the slots it overwrites (they may hold live positions)
+
     def __init__(self, config: Config, xp=np):
         super().__init__(config, xp)
         if config.sliding_window is None:
@@ -109,6 +111,8 @@ class SinkKVCache(BaseCache):
             key_pos = np.concatenate([old_pos, new_pos])  # [S_old+T]
         kept = self._kept(T)
         slots = self.slot_of(new_pos[kept])
+        self._keep_for_undo(self.k[layer], (slice(None), slots))
+        self._keep_for_undo(self.v[layer], (slice(None), slots))
         self.k[layer][:, slots] = k[:, kept]
         self.v[layer][:, slots] = v[:, kept]
         if T > 1:
@@ -134,6 +138,21 @@ class SinkKVCache(BaseCache):
             )
         super().truncate(n)
         self.slot_pos[self.slot_pos >= self.length] = -1
+
+    # ------------------------------------------------------------------ reads
+
+    def held_positions(self) -> np.ndarray:
+        """The positions a next query could read, oldest first: the sinks, then the window."""
+        n = self.length
+        return np.concatenate([np.arange(min(n, self.sinks)), np.arange(max(self.sinks, n - self.window), n)])
+
+    def keys(self, layer: int):
+        """K [KV, held, hd] of ``layer``: the sinks, then the window, oldest position first (a copy)."""
+        return self.k[layer][:, self.slot_of(self.held_positions())]
+
+    def values(self, layer: int):
+        """V [KV, held, hd] of ``layer``, as keys()."""
+        return self.v[layer][:, self.slot_of(self.held_positions())]
 
     def _clear(self) -> None:
         for a in self.k + self.v:

@@ -11,6 +11,8 @@ import pytest
 from engine import BlockPool, KVCache, QuantKVCache, RollingKVCache, Transformer
 from engine.caches.base import BaseCache, Cache
 from engine.config import Config
+from engine.caches.evicting import HeavyHitterKVCache
+from engine.caches.sink import SinkKVCache
 
 L = 3  # layers: a failure at the first, a middle and the last layer
 
@@ -33,26 +35,11 @@ KINDS = {
     # forked after the prefill (_prefilled): the shared, partly filled last block is copied on write
     "paged_shared": ({}, lambda cfg: BlockPool(cfg, n_blocks=12, block_size=4).new_sequence()),
 }
-KEEP_ALL = list(KINDS)  # caches that keep every position they are given (checked by keys/values below)
 
 
-def _other_caches() -> dict:
-    """Caches that evict (attention sinks, heavy hitters), where the engine has them."""
-    found = {}
-    try:
-        from engine.caches.sink import SinkKVCache
-        found["sink"] = ({"sliding_window": 4, "attention_sinks": 2}, lambda cfg: SinkKVCache(cfg))
-    except ImportError:
-        pass
-    try:
-        from engine.caches.evicting import HeavyHitterKVCache
-        found["heavy_hitters"] = ({}, lambda cfg: HeavyHitterKVCache(cfg, budget=6, recent=2))
-    except ImportError:
-        pass
-    return found
-
-
-KINDS.update(_other_caches())
+# caches that evict (attention sinks, heavy hitters): they keep some of the positions they are given
+KINDS["sink"] = ({"sliding_window": 4, "attention_sinks": 2}, lambda cfg: SinkKVCache(cfg))
+KINDS["heavy_hitters"] = ({}, lambda cfg: HeavyHitterKVCache(cfg, budget=6, recent=2))
 
 
 def _prefilled(kind: str, n: int, seed: int):
@@ -226,7 +213,19 @@ def test_every_cache_kind_keeps_the_protocol(kind):
     assert isinstance(make(_config(**over)), Cache)
 
 
-@pytest.mark.parametrize("kind", KEEP_ALL)
+def _held_positions(cache, layer: int) -> np.ndarray:
+    """The positions a cache says it keeps, worked out from its own rule (not from keys())."""
+    n = cache.length
+    if isinstance(cache, SinkKVCache):  # the sinks, then the last W others
+        return np.r_[0 : min(n, cache.sinks), max(cache.sinks, n - cache.window) : n]
+    if isinstance(cache, HeavyHitterKVCache):  # its own choice, recorded per layer
+        return cache.positions(layer)
+    if isinstance(cache, RollingKVCache):
+        return np.arange(max(0, n - cache.window), n)
+    return np.arange(n)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_keys_and_values_are_what_attention_read(kind):
     """keys(l) / values(l): the positions a next query could read, oldest first, as the
     numbers attention got from store (a quantized cache decodes them)."""
@@ -235,18 +234,18 @@ def test_keys_and_values_are_what_attention_read(kind):
 
     def recording(layer, k, v):
         K, V, key_pos = store(layer, k, v)
-        order = slice(None) if key_pos is None else np.argsort(key_pos)  # rolling: slots -> positions
-        read[layer] = (K[:, order], V[:, order])
+        pos = np.arange(K.shape[1]) if key_pos is None else np.asarray(key_pos)  # None: slot i = position i
+        read[layer] = {int(p): (K[:, i], V[:, i]) for i, p in enumerate(pos) if p >= 0}
         return K, V, key_pos
 
     cache.store = recording
     model.forward([7], cache=cache)
-    held = min(10, cache.window) if kind == "rolling" else 10
     for layer in range(L):
+        held = _held_positions(cache, layer)
         k, v = cache.keys(layer), cache.values(layer)
-        assert k.shape == v.shape == (model.config.n_kv_heads, held, model.config.head_dim)
-        np.testing.assert_array_equal(k, read[layer][0])
-        np.testing.assert_array_equal(v, read[layer][1])
+        assert k.shape == v.shape == (model.config.n_kv_heads, len(held), model.config.head_dim)
+        np.testing.assert_array_equal(k, np.stack([read[layer][p][0] for p in held], axis=1))
+        np.testing.assert_array_equal(v, np.stack([read[layer][p][1] for p in held], axis=1))
 
 
 class _OtherModule:
