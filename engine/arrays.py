@@ -24,7 +24,7 @@ def get_xp(name: str = "numpy"):
         import cupy  # noqa: PLC0415 - optional dependency, only for the GPU benchmark
     except ImportError as e:
         raise RuntimeError(
-            "backend 'cupy' needs CuPy: pip install 'kv-classroom[gpu]' (cupy-cuda12x) "
+            "backend 'cupy' needs CuPy: pip install 'kv-classroom[gpu]' (cupy-cuda13x; cupy-cuda12x on a CUDA 12 driver) "
             f"on a machine with an NVIDIA GPU ({e})"
         ) from None
     try:
