@@ -24,9 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine import KVCache, RollingKVCache, Transformer, load_course_model
-from engine.caches.evicting import HeavyHitterKVCache
-from engine.caches.sink import SinkKVCache
+from engine import HeavyHitterKVCache, KVCache, RollingKVCache, SinkKVCache, Transformer, load_course_model
 from engine.training.corpus import build_documents
 from lessons import labels as L
 from lessons.base import LessonInputError, select, slider
