@@ -24,11 +24,14 @@ def test_merged_chunks_equal_the_models_attention(course, split, layer):
     scores, acc, mx, sm, merged, one_pass = split_attention(model, ids, layer, split)
     S = len(ids)
     assert mx.shape == (model.config.n_heads, n_chunks(S, split))
-    np.testing.assert_allclose(merged, one_pass, rtol=1e-5, atol=1e-6)
+    # float32 within 1e-5 of the output's scale: the query here is projected from one row, the
+    # model's from the whole prompt in one matmul, so the two differ in the last bits
+    scale = np.abs(one_pass).max()
+    np.testing.assert_allclose(merged, one_pass, rtol=1e-5, atol=1e-5 * scale)
     # each chunk's max and sum, recomputed here from the model's own scores
     for c, a in enumerate(range(0, S, split)):
         chunk = scores[:, a : a + split]
-        np.testing.assert_allclose(mx[:, c], chunk.max(axis=1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(mx[:, c], chunk.max(axis=1), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(sm[:, c], np.exp(chunk - chunk.max(axis=1, keepdims=True)).sum(axis=1), rtol=1e-5)
 
 
