@@ -1,8 +1,8 @@
 """KV Classroom's mini-Transformer: a Llama-style decoder in pure NumPy (CuPy optional).
 
     from engine import Config, Transformer, KVCache, SamplingParams, Generator, Step
-    from engine import RollingKVCache, QuantKVCache      # sliding-window and quantized caches
-    from engine import SinkKVCache, HeavyHitterKVCache   # attention sinks + window; eviction by score (H2O)
+    from engine import RollingKVCache, QuantKVCache      # sliding window (+ attention sinks); quantized
+    from engine import HeavyHitterKVCache                # eviction by attention score (H2O)
     from engine import BlockPool, PagedCache, PoolFullError   # the paged cache (many sequences)
     from engine import Tokenizer, load_course_model      # loaded on first use
 
@@ -14,11 +14,13 @@ from engine.caches.paged import BlockPool, PagedCache
 from engine.caches.pool import PoolFullError
 from engine.caches.quant import QuantKVCache
 from engine.caches.rolling import RollingKVCache
-from engine.caches.sink import SinkKVCache
 from engine.config import Config
 from engine.generate import Generator, Step
 from engine.model import Trace, Transformer
 from engine.sampling import SamplingParams
+
+# The name plate 7's sinks first had: the rolling cache of a config with attention_sinks = S.
+SinkKVCache = RollingKVCache
 
 __all__ = ["Config", "Transformer", "Trace", "KVCache", "RollingKVCache", "SinkKVCache", "HeavyHitterKVCache",
            "QuantKVCache", "BlockPool", "PagedCache", "PoolFullError", "SamplingParams", "Generator", "Step", "Tokenizer", "load_course_model"]

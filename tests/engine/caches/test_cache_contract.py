@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 from engine import BlockPool, KVCache, QuantKVCache, RollingKVCache, Transformer
-from engine.caches.base import BaseCache, Cache
+from engine.caches.base import BaseCache, Cache, write
 from engine.config import Config
 from engine.caches.evicting import HeavyHitterKVCache
-from engine.caches.sink import SinkKVCache
 
 L = 3  # layers: a failure at the first, a middle and the last layer
 
@@ -38,7 +37,7 @@ KINDS = {
 
 
 # caches that evict (attention sinks, heavy hitters): they keep some of the positions they are given
-KINDS["sink"] = ({"sliding_window": 4, "attention_sinks": 2}, lambda cfg: SinkKVCache(cfg))
+KINDS["sink"] = ({"sliding_window": 4, "attention_sinks": 2}, lambda cfg: RollingKVCache(cfg))
 KINDS["heavy_hitters"] = ({}, lambda cfg: HeavyHitterKVCache(cfg, budget=6, recent=2))
 
 
@@ -216,12 +215,10 @@ def test_every_cache_kind_keeps_the_protocol(kind):
 def _held_positions(cache, layer: int) -> np.ndarray:
     """The positions a cache says it keeps, worked out from its own rule (not from keys())."""
     n = cache.length
-    if isinstance(cache, SinkKVCache):  # the sinks, then the last W others
-        return np.r_[0 : min(n, cache.sinks), max(cache.sinks, n - cache.window) : n]
     if isinstance(cache, HeavyHitterKVCache):  # its own choice, recorded per layer
         return cache.positions(layer)
-    if isinstance(cache, RollingKVCache):
-        return np.arange(max(0, n - cache.window), n)
+    if isinstance(cache, RollingKVCache):  # the sinks (if any), then the last W others
+        return np.r_[0 : min(n, cache.sinks), max(cache.sinks, n - cache.window) : n]
     return np.arange(n)
 
 
@@ -262,3 +259,32 @@ def test_the_model_refuses_a_cache_of_another_array_module():
     with pytest.raises(TypeError, match="keeps its arrays in numpy but the model runs on cupy"):
         model.forward([1, 2], cache=cache)
     assert cache.length == 0
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_replayed_write_is_one_write_of_the_contract(kind):
+    """engine.caches.base.write: the entries a model pass stored, recorded and written again
+    into a twin cache with no model (begin .. store per layer .. advance), leave the twin byte
+    for byte as the pass left its own cache. A write that raises at its last layer leaves the
+    cache as it was."""
+    model, cache, ids, _keep = _prefilled(kind, 9, seed=4)
+    _twin_model, twin, _, _twin_keep = _prefilled(kind, 9, seed=4)
+    keys, values, attention = [], [], []
+    store, observe = cache.store, getattr(cache, "observe_attention", None)
+
+    def recording_store(layer, k, v):
+        keys.append(k.copy()), values.append(v.copy())
+        return store(layer, k, v)
+
+    cache.store = recording_store
+    if observe is not None:
+        cache.observe_attention = lambda layer, probs: (attention.append(probs.copy()), observe(layer, probs))
+    model.forward([5, 6, 7], cache=cache)
+    vars(cache).pop("store"), vars(cache).pop("observe_attention", None)
+    before = state(twin)
+    bad = keys[:-1] + [keys[-1][:, :, :-1]]  # the last layer's keys one number short
+    with pytest.raises(ValueError):
+        write(twin, bad, values, attention or None)
+    assert state(twin) == before
+    write(twin, keys, values, attention or None)
+    assert twin.length == 12 and state(twin) == state(cache)

@@ -163,7 +163,7 @@ def test_the_cuda_sources_ship_with_the_engine():
 
 def test_attention_sinks_are_refused():
     """The attention kernel masks a window but has no sink rule: a sink config must not run
-    through it and silently drop the sinks (plate 7's SinkKVCache config)."""
+    through it and silently drop the sinks (a rolling cache with attention sinks, plate 7)."""
     model = Transformer.random(gqa_config(sliding_window=8, attention_sinks=2), seed=2)
     with pytest.raises(ValueError, match="attention sinks"):
         FusedDecoder(model, model.new_cache(), ReferenceKernels())
