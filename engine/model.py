@@ -150,7 +150,8 @@ def attention(x, layer: Layer, c: Config, cos, sin, pos: int, cache: Cache | Non
 
     With a cache, the new K/V go into it (layer ``index``) and the queries attend to what
     the cache hands back; without one, pos is 0 and the queries attend to each other only.
-    Returns (out [T, D], probs [H, T, S] float32, scores [H, T, S] float32).
+    Returns (out [T, D], probs [H, T, S] float32, scores [H, T, S] float32, key_pos [S] or
+    None: the position of each key, None when key i is position i).
     """
     T = x.shape[0]
     H, KV, hd = c.n_heads, c.n_kv_heads, c.head_dim
@@ -177,7 +178,7 @@ def attention(x, layer: Layer, c: Config, cos, sin, pos: int, cache: Cache | Non
         observe(index, probs)
     out = probs.astype(x.dtype, copy=False).reshape(KV, G * T, S) @ v  # [KV, G*T, hd]
     out = out.reshape(H, T, hd).transpose(1, 0, 2).reshape(T, H * hd)  # [T, H*hd]
-    return out @ layer.wo, probs, scores  # [T, D]
+    return out @ layer.wo, probs, scores, key_pos  # [T, D]
 
 
 # --------------------------------------------------------------------------- mlp
@@ -201,6 +202,8 @@ class Trace:
     attn[l]    [H, T, S]  softmax attention weights of the new positions
     scores[l]  [H, T, S]  raw scaled Q.K scores (masked entries are -inf)
     hidden[l]  [T, D]     residual stream after layer l; hidden[0] = token embeddings
+    key_pos[l] [S]        the position each of the S key columns holds (NumPy ints): 0 .. S-1
+                          for a plain cache, another order for a rolling or evicting one
     start      position of the first new token
     """
 
@@ -208,6 +211,7 @@ class Trace:
     attn: list = field(default_factory=list)
     scores: list = field(default_factory=list)
     hidden: list = field(default_factory=list)
+    key_pos: list = field(default_factory=list)
 
 
 class Transformer:
@@ -314,10 +318,10 @@ class Transformer:
         cache.begin(T)
         try:
             out = self._forward(ids, cache, pos, trace, last_only)
+            cache.advance(T)  # a cache that refuses the commit does so before it writes anything
         except BaseException:
             cache.abort()
             raise
-        cache.advance(T)
         return out
 
     def _check_cache(self, cache) -> Cache:
@@ -341,13 +345,15 @@ class Transformer:
         if tr is not None:
             tr.hidden.append(x)
         for index, layer in enumerate(self.layers):
-            a, probs, scores = attention(rmsnorm(x, layer.attn_norm, c.norm_eps), layer, c, cos, sin, pos, cache, index, xp)
+            a, probs, scores, key_pos = attention(rmsnorm(x, layer.attn_norm, c.norm_eps), layer, c, cos, sin, pos,
+                                                  cache, index, xp)
             x = x + a  # [T, D]
             x = x + mlp(rmsnorm(x, layer.mlp_norm, c.norm_eps), layer.w_gate_up, layer.w_down, c.ffn_dim, xp)  # [T, D]
             if tr is not None:
                 tr.attn.append(probs)
                 tr.scores.append(scores)
                 tr.hidden.append(x)
+                tr.key_pos.append(np.arange(probs.shape[-1]) if key_pos is None else np.asarray(key_pos))
         logits = self.logits_from_hidden(x[-1:] if last_only else x)  # [T or 1, V]
         return (logits, tr) if trace else logits
 

@@ -30,7 +30,7 @@ method (the optional hook of the BaseCache contract). One forward pass therefore
     advance(T)                every layer keeps B of its S positions: R recent + heavy hitters
 
 Eviction happens in ``advance``, once the whole step has read the cache. Positions keep their
-original RoPE angles (see engine/caches/sink.py), so with B >= the text's length nothing is
+original RoPE angles (see engine/caches/rolling.py), so with B >= the text's length nothing is
 evicted and the logits equal the full cache's.
 """
 from __future__ import annotations
@@ -135,14 +135,14 @@ class HeavyHitterKVCache(BaseCache):
         return np.sort(np.concatenate([heavy, newest]))  # key_pos is ascending, so this is oldest first
 
     def advance(self, n_new: int) -> None:
-        for layer in range(self.config.n_layers):
-            pending = self._pending[layer]
+        for layer, pending in enumerate(self._pending):  # every layer checked before any is written
             if pending is None or pending[3] is None:
                 raise RuntimeError(
                     f"HeavyHitterKVCache: layer {layer} stored keys but never saw their attention weights; "
                     f"it needs a model that calls cache.observe_attention(layer, probs) after the softmax"
                 )
-            K, V, key_pos, score = pending
+        for layer in range(self.config.n_layers):
+            K, V, key_pos, score = self._pending[layer]
             kept = self.keep(key_pos, score)
             m = len(kept)
             self.k[layer][:, :m], self.v[layer][:, :m] = K[:, kept], V[:, kept]

@@ -127,6 +127,28 @@ def test_refuses_a_window_and_a_rewind_and_a_step_without_weights():
     np.testing.assert_allclose(model.forward([5], cache=cache), model.forward([5]), atol=1e-5)
 
 
+def test_a_step_one_layer_never_observed_is_refused_before_any_layer_evicts(monkeypatch):
+    """A model that skips observe_attention in its last layer: advance refuses before it evicts
+    in the layers that were observed, so the failed forward leaves the cache as it was."""
+    cfg = config()
+    model = Transformer.random(cfg, seed=4)
+    cache = HeavyHitterKVCache(cfg, budget=4, recent=1)
+    model.forward([1, 2, 3, 4], cache=cache)  # full: the next step evicts in every layer
+    before = [(a.copy(), b.copy(), p.copy(), s.copy()) for a, b, p, s in zip(cache.k, cache.v, cache.pos, cache.score)]
+    observe = cache.observe_attention
+    monkeypatch.setattr(cache, "observe_attention",
+                        lambda layer, probs: None if layer == cfg.n_layers - 1 else observe(layer, probs))
+    with pytest.raises(RuntimeError, match=f"layer {cfg.n_layers - 1} stored keys"):
+        model.forward([5], cache=cache)
+    assert cache.length == 4
+    for (k, v, p, s), k2, v2, p2, s2 in zip(before, cache.k, cache.v, cache.pos, cache.score):
+        np.testing.assert_array_equal(k, k2), np.testing.assert_array_equal(v, v2)
+        np.testing.assert_array_equal(p, p2), np.testing.assert_array_equal(s, s2)
+    monkeypatch.undo()  # the same step, observed everywhere, now goes through
+    model.forward([5], cache=cache)
+    assert cache.length == 5
+
+
 def reference_keep(key_pos, score, B, R):
     """Written out plainly: the R newest, then the others by score (ties: newer first), up to B."""
     order = sorted(range(len(key_pos)), key=lambda i: -key_pos[i])
