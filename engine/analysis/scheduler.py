@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.analysis import costs, serving
+from engine.caches.base import write
 from engine.caches.contiguous import KVCache
 from engine.caches.paged import BlockPool
 from engine.caches.pool import blocks_for
@@ -289,10 +290,8 @@ class _Pool:
             self.run.forwards += 1
             return self.model.forward(ids, cache=seq, last_only=True)
         start, n = seq.length, len(ids)
-        seq.check_room(n)
-        for layer, (K, V) in enumerate(self.replay.kv[i]):
-            seq.store(layer, K[:, start : start + n], V[:, start : start + n])
-        seq.advance(n)
+        kv = self.replay.kv[i]
+        write(seq, [K[:, start : start + n] for K, _ in kv], [V[:, start : start + n] for _, V in kv])
         return None
 
     def free(self) -> int:

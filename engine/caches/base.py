@@ -175,3 +175,26 @@ class BaseCache:
 
     def _clear(self) -> None:  # pragma: no cover - see the class doc
         raise NotImplementedError
+
+
+def write(cache: Cache, keys, values, attention=None) -> None:
+    """Write known entries into ``cache`` as one write of the contract, with no model pass: a
+    replay of keys and values computed before (a lesson reusing a reference run, a simulated
+    server reusing its recorded run).
+
+    keys, values: per layer [KV, n, hd] (after RoPE) for positions length .. length+n-1;
+    attention: per layer [H, n, S] weights for a cache that watches them (observe_attention),
+    over the S entries its store() hands back. begin(n) .. store per layer .. advance(n), and
+    abort() if anything raises in between, as Transformer.forward does.
+    """
+    n = keys[0].shape[1]
+    cache.begin(n)
+    try:
+        for layer, (k, v) in enumerate(zip(keys, values)):
+            cache.store(layer, k, v)
+            if attention is not None and hasattr(cache, "observe_attention"):
+                cache.observe_attention(layer, attention[layer])
+        cache.advance(n)
+    except BaseException:
+        cache.abort()
+        raise
