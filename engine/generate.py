@@ -7,7 +7,8 @@
 With ``use_cache=True`` each step feeds only the newest token and its K/V are appended to
 the cache: ``model.new_cache()`` by default, or the one given as ``cache=`` (any cache of the
 contract in engine/caches/base.py, reset by each start()) or made by a factory (``cache=lambda:
-QuantKVCache(cfg, "kivi", 2)``, called by each start()). ``step(token=...)`` feeds a given
+QuantKVCache(cfg, "kivi", 2)``, called by each start()); ``start(prompt, cached=n)`` keeps a
+given cache that already holds the prompt's first n tokens and feeds only the rest. ``step(token=...)`` feeds a given
 token instead of the drawn one (teacher forcing: a known text, one position at a time); with ``use_cache=False`` each step runs the whole sequence again. Both give the
 same logits, hence (with the same seed) the same tokens -- only the work differs, and every
 Step reports that work (analytic FLOPs and bytes from engine.analysis.costs, measured seconds).
@@ -121,19 +122,28 @@ class Generator:
         check_fits(0, len(ids), self.model.config.max_seq_len, hint="shorten the prompt")
         return ids
 
-    def start(self, prompt, trace: bool = False) -> Step:
-        """Prefill: run the whole prompt, choose the first new token. Resets the run state."""
+    def start(self, prompt, trace: bool = False, cached: int = 0) -> Step:
+        """Prefill: run the whole prompt, choose the first new token. Resets the run state.
+
+        ``cached``: the given cache already holds the first ``cached`` tokens of the prompt (a
+        prefix computed before, by the caller's own passes); it is kept, not reset, and only
+        the rest of the prompt is fed.
+        """
         ids = self.encode_prompt(prompt)
+        cached = self._check_cached(cached, len(ids))
         self.rng = np.random.default_rng(self.params.seed)
         if self._factory is not None:
             self.cache = self._make_cache()
-        elif self.cache is not None:
+        elif self.cache is not None and not cached:
             self.cache.reset()
         self.ids = [int(i) for i in ids]
         self.n_prompt = len(self.ids)
-        cfg = self.model.config
-        return self._run(self.ids, trace, "prefill",
-                         costs.prefill_flops(cfg, len(ids)), costs.prefill_bytes(cfg, len(ids)))
+        cfg, n = self.model.config, len(ids) - cached
+        if cached:
+            flops, nbytes = costs.block_flops(cfg, cached, n, all_logits=False), costs.block_bytes(cfg, cached, n)
+        else:
+            flops, nbytes = costs.prefill_flops(cfg, n), costs.prefill_bytes(cfg, n)
+        return self._run(self.ids[cached:], trace, "prefill", flops, nbytes)
 
     def step(self, trace: bool = False, token: int | None = None) -> Step:
         """Decode: feed the newest token, choose the next one. ``token`` replaces the newest
@@ -153,8 +163,10 @@ class Generator:
                          costs.decode_step_flops(cfg, context, self.use_cache),
                          costs.decode_step_bytes(cfg, context, self.use_cache))
 
-    def generate(self, prompt, max_new_tokens: int, trace: bool = False, stop_at_eos: bool = True) -> list[Step]:
-        """start + step until max_new_tokens tokens (or the end-of-text token) came out."""
+    def generate(self, prompt, max_new_tokens: int, trace: bool = False, stop_at_eos: bool = True,
+                 cached: int = 0) -> list[Step]:
+        """start + step until max_new_tokens tokens (or the end-of-text token) came out
+        (``cached``: as in start, the given cache already holds the prompt's first tokens)."""
         max_new_tokens = check_int("max_new_tokens", max_new_tokens, minimum=1)
         ids = self.encode_prompt(prompt)
         window = self.model.config.max_seq_len
@@ -162,12 +174,23 @@ class Generator:
         check_fits(len(ids), max_new_tokens - 1, window,
                    hint=f"ask for at most {window - len(ids) + 1} new tokens")
         eos = getattr(self.tokenizer, "eos_id", None) if stop_at_eos else None
-        steps = [self.start(ids, trace=trace)]
+        steps = [self.start(ids, trace=trace, cached=cached)]
         while len(steps) < max_new_tokens and steps[-1].token_id != eos:
             steps.append(self.step(trace=trace))
         return steps
 
     # ------------------------------------------------------------------ internals
+
+    def _check_cached(self, cached, n_prompt: int) -> int:
+        """``cached`` of start(): 0, or the length of the given cache, short of the whole prompt."""
+        cached = check_int("cached", cached, minimum=0, maximum=n_prompt - 1)
+        if cached and (self.cache is None or self._factory is not None):
+            raise ValueError("start(cached=n) continues a cache that holds the prompt's first n tokens: "
+                             "give that cache itself as Generator(cache=...), not a factory or none")
+        if cached and self.cache.length != cached:
+            raise ValueError(f"start(cached={cached}): the cache holds {self.cache.length} positions, "
+                             f"not the {cached} prompt tokens it should already have")
+        return cached
 
     def _make_cache(self) -> Cache:
         cache = self._factory()

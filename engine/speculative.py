@@ -42,7 +42,7 @@ import numpy as np
 
 from engine.analysis import costs
 from engine.arrays import to_numpy
-from engine.caches.base import BaseCache
+from engine.caches.base import Cache
 from engine.checks import check_fits, check_ids, check_int, check_number
 from engine.model import Transformer, weight_shapes
 
@@ -204,12 +204,12 @@ def _check_drafter(drafter) -> None:
 
 
 def speculative_generate(model: Transformer, prompt, max_new_tokens: int, drafter, k: int = 4,
-                         cache: BaseCache | None = None, eos_id: int | None = None,
+                         cache: Cache | None = None, eos_id: int | None = None,
                          on_round=None) -> SpeculativeRun:
     """Greedy decoding of ``max_new_tokens`` after ``prompt`` (ids), K draft tokens per round.
 
-    ``cache``: any BaseCache of the model (default model.new_cache()); it is reset first and
-    must allow ``truncate`` back to the accepted text. ``eos_id``: stop after that token, as
+    ``cache``: any cache of the model (the contract of engine/caches/base.py; default
+    model.new_cache()); it is reset first and must allow ``truncate`` back to the accepted text. ``eos_id``: stop after that token, as
     Generator does. ``on_round(round, ids, cache)``: called after each round (the tests
     inspect the rolled-back cache there). Returns the text and one Round per verification pass.
     """
@@ -224,9 +224,7 @@ def speculative_generate(model: Transformer, prompt, max_new_tokens: int, drafte
     k = check_int("draft length k", k, minimum=0)
     check_fits(len(prompt), max_new_tokens - 1, cfg.max_seq_len,
                hint=f"ask for at most {cfg.max_seq_len - len(prompt) + 1} new tokens")
-    cache = model.new_cache() if cache is None else cache
-    if not isinstance(cache, BaseCache):
-        raise TypeError(f"cache must be a KVCache or one of its siblings, got {type(cache).__name__}")
+    cache = model.new_cache() if cache is None else model._check_cache(cache)  # the contract, config, arrays
     cache.reset()
     drafter.reset(prompt)
 
@@ -269,31 +267,18 @@ def greedy_ids(model: Transformer, prompt, max_new_tokens: int, eos_id: int | No
 
 # --------------------------------------------------------------------------- costs
 #
-# engine.analysis.costs counts one decode step; a verification pass scores n tokens at once. Same
-# conventions: matmul FLOPs, weights read once per pass, K/V of every position read and of
-# the new ones written. For n = 1 both equal decode_step_flops / decode_step_bytes.
+# A verification pass scores n tokens at once: engine.analysis.costs' block of n tokens after
+# the context, with logits for every one of them. For n = 1 it is the cached decode step.
 
 
 def pass_flops(cfg, context_len: int, n_tokens: int) -> int:
-    """Matmul FLOPs of one cached pass over n_tokens after context_len, logits for all of them."""
-    context_len = check_int("context_len", context_len, minimum=0)
-    n = check_int("n_tokens", n_tokens, minimum=1)
-    keys = costs.cached_positions(cfg, context_len + n)
-    per_layer = costs._projection_flops(cfg, n) + costs._attention_flops(cfg, n, keys)
-    return cfg.n_layers * per_layer + costs._lm_head_flops(cfg, n)
+    """Matmul FLOPs of one verification pass over n_tokens after context_len, logits for all of them."""
+    return costs.block_flops(cfg, context_len, n_tokens, all_logits=True)
 
 
 def pass_bytes(cfg, context_len: int, n_tokens: int) -> int:
-    """Bytes of one cached pass over n_tokens: the weights once (plus n embedding rows), the
-    cache's kept positions read and the n new ones written."""
-    context_len = check_int("context_len", context_len, minimum=0)
-    n = check_int("n_tokens", n_tokens, minimum=1)
-    b = cfg.dtype_bytes
-    one = costs.decode_step_bytes(cfg, context_len, True)  # n = 1: resident weights + 1 row + KV
-    kv_one = costs.decode_step_kv_bytes(cfg, context_len)
-    weights = one - kv_one + (n - 1) * cfg.d_model * b
-    positions = costs.cached_positions(cfg, context_len + n) + n
-    return int(weights + cfg.kv_values_per_token * positions * b)
+    """Bytes of one verification pass over n_tokens after context_len (engine.analysis.costs.block_bytes)."""
+    return costs.block_bytes(cfg, context_len, n_tokens)
 
 
 def roofline_seconds(flops: float, bytes_moved: float, peak_flops: float, bandwidth: float) -> float:

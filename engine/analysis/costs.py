@@ -82,6 +82,31 @@ def decode_step_flops(cfg: Config, context_len: int, use_cache: bool) -> int:
     return cfg.n_layers * per_layer + _lm_head_flops(cfg, 1)
 
 
+def block_flops(cfg: Config, context_len: int, n_tokens: int, all_logits: bool = True) -> int:
+    """Matmul FLOPs of one cached pass over n_tokens placed after context_len cached ones: a
+    verification pass of speculative decoding, a prefill that reuses a cached prefix. Logits
+    for every one of them, or (``all_logits=False``) for the last only. n_tokens = 1 with
+    ``all_logits`` either way is :func:`decode_step_flops`'s cached step."""
+    _check(cfg, context_len=context_len)
+    n = check_int("n_tokens", n_tokens, minimum=1)
+    keys = cached_positions(cfg, context_len + n)
+    per_layer = _projection_flops(cfg, n) + _attention_flops(cfg, n, keys)
+    return cfg.n_layers * per_layer + _lm_head_flops(cfg, n if all_logits else 1)
+
+
+def block_bytes(cfg: Config, context_len: int, n_tokens: int) -> int:
+    """Bytes of one cached pass over n_tokens after context_len: the weights once (plus n
+    embedding rows), the cache's kept positions read and the n new ones written. n_tokens = 1
+    is :func:`decode_step_bytes`' cached step."""
+    _check(cfg, context_len=context_len)
+    n = check_int("n_tokens", n_tokens, minimum=1)
+    b = cfg.dtype_bytes
+    one = decode_step_bytes(cfg, context_len, True)  # n = 1: resident weights + 1 row + KV
+    weights = one - decode_step_kv_bytes(cfg, context_len) + (n - 1) * cfg.d_model * b
+    positions = cached_positions(cfg, context_len + n) + n
+    return int(weights + cfg.kv_values_per_token * positions * b)
+
+
 def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int, seq_len: int, batch: int = 1,
                    dtype_bytes: int = 2) -> int:
     """Size of a KV cache: 2 (K and V) * L * KV * hd * T * B * bytes per number.

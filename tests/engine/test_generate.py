@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from engine import Generator, SamplingParams, Step, Transformer
-from engine.analysis.costs import decode_step_bytes, decode_step_flops, prefill_bytes, prefill_flops
+from engine.analysis.costs import (block_bytes, block_flops, decode_step_bytes, decode_step_flops, prefill_bytes,
+                                   prefill_flops)
 from engine.sampling import softmax
 
 
@@ -212,3 +213,53 @@ def test_a_cache_without_use_cache_or_for_another_model_is_refused(model, tok, m
     other = Transformer.random(make_config(n_layers=1), seed=0)
     with pytest.raises(ValueError, match="different model config"):
         Generator(model, tok, cache=other.new_cache())
+
+
+@pytest.mark.parametrize("kind", ["contiguous", "rolling"])
+def test_start_on_a_cache_holding_the_prompts_prefix_feeds_only_the_rest(cfg, tok, kind):
+    """start(prompt, cached=n): the cache already holds the first n tokens (fed by the caller),
+    so only the rest is fed -- and the run is the one a plain start writes."""
+    config, make = _caches(cfg)[kind]
+    model = Transformer.random(config, seed=3)
+    params = SamplingParams(temperature=0)
+    ids = tok.encode("the cat sat on")
+    plain = Generator(model, tok, params)
+    want = [plain.start(ids).token_id] + [plain.step().token_id for _ in range(8)]
+    for n in (1, 5, len(ids) - 1):
+        cache = make()
+        model.forward(ids[:n], cache=cache)
+        gen = Generator(model, tok, params, cache=cache)
+        first = gen.start(ids, trace=True, cached=n)
+        assert first.n_input == len(ids) - n and gen.cache is cache
+        np.testing.assert_allclose(first.logits, np.asarray(model.forward(ids))[-1], atol=1e-5)
+        assert first.flops == block_flops(config, n, len(ids) - n, all_logits=False)
+        assert first.bytes_moved == block_bytes(config, n, len(ids) - n)
+        assert [first.token_id] + [gen.step().token_id for _ in range(8)] == want
+        assert cache.length == len(ids) + 8
+
+
+def test_a_cached_start_needs_the_given_cache_to_hold_that_prefix(model, tok):
+    ids = tok.encode("abcdef")
+    cache = model.new_cache()
+    model.forward(ids[:3], cache=cache)
+    with pytest.raises(ValueError, match="holds 3 positions, not the 2"):
+        Generator(model, tok, cache=cache).start(ids, cached=2)
+    with pytest.raises(ValueError, match="cached must be <= 5"):
+        Generator(model, tok, cache=cache).start(ids, cached=6)  # nothing left to feed
+    with pytest.raises(ValueError, match="not a factory or none"):
+        Generator(model, tok, cache=model.new_cache).start(ids, cached=3)
+    with pytest.raises(ValueError, match="holds 0 positions, not the 3"):
+        Generator(model, tok).start(ids, cached=3)  # its own new cache holds nothing yet
+    assert cache.length == 3  # none of these touched it
+
+
+def test_block_costs_of_one_token_are_the_cached_decode_step(cfg):
+    for ctx in (0, 7, 40):
+        assert block_flops(cfg, ctx, 1) == block_flops(cfg, ctx, 1, all_logits=False) == decode_step_flops(cfg, ctx, True)
+        assert block_bytes(cfg, ctx, 1) == decode_step_bytes(cfg, ctx, True)
+    # a block of 5 after 7: five rows through every projection, keys 0 .. 11 scored by each
+    D, H, KV, hd, F, V = cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.ffn_dim, cfg.vocab_size
+    per_row = 2 * (D * (H + 2 * KV) * hd + H * hd * D + 3 * D * F)
+    attn = 2 * 2 * H * hd * 5 * 12
+    assert block_flops(cfg, 7, 5, all_logits=False) == cfg.n_layers * (5 * per_row + attn) + 2 * D * V
+    assert block_flops(cfg, 7, 5) - block_flops(cfg, 7, 5, all_logits=False) == 4 * 2 * D * V
