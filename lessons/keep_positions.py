@@ -9,8 +9,10 @@ budget (one of three, each on the engine's own cache class):
     heavy hitters     budget/2 newest + the most attended      HeavyHitterKVCache (H2O)
 
 Quality is measured against the full cache at every position: the KL divergence of the
-next-token distributions and whether the most likely token is the same. Then each cache
-writes CONTINUE more tokens greedily. Nothing is precomputed: the texts are new documents
+next-token distributions and whether the most likely token is the same. The attention of
+the text's last token shows where each cache lets it look (the sinks, or only the window).
+Then each cache writes CONTINUE more tokens greedily (the engine's Generator, continuing the
+cache that holds the text). Nothing is precomputed: the texts are new documents
 from the course corpus's templates (a seed training did not use), cut at TEXT_TOKENS, inside
 the length of the rows the model was trained on (128, engine/training/train.py). Plate 7's table runs
 the same functions on a longer text at build time (lessons/facts.py).
@@ -24,7 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine import HeavyHitterKVCache, KVCache, RollingKVCache, SinkKVCache, Transformer, load_course_model
+from engine import Generator, HeavyHitterKVCache, KVCache, RollingKVCache, SamplingParams, Transformer, load_course_model
+from engine.caches.base import write
 from engine.training.corpus import build_documents
 from lessons import labels as L
 from lessons.base import LessonInputError, select, slider
@@ -40,7 +43,7 @@ TEXT_SEED = 7  # corpus documents the model never saw (it was trained on seed 12
 POLICIES = {
     "window": {"en": "window only", "zh-TW": "只留視窗"},
     "sinks": {"en": "sinks + window", "zh-TW": "注意力匯聚點 + 視窗"},
-    "h2o": {"en": "heavy hitters + recent (H2O)", "zh-TW": "heavy hitter + 最近位置（H2O）"},
+    "h2o": {"en": "heavy hitters + newest (H2O)", "zh-TW": "heavy hitter + 最新位置（H2O）"},
 }
 TEXTS = {"en": {"en": "English story", "zh-TW": "英文短文"}, "zh-TW": {"en": "Chinese story", "zh-TW": "中文短文"}}
 FULL = {"en": "full cache", "zh-TW": "完整快取"}
@@ -57,7 +60,7 @@ CONTROLS = (
                  "zh-TW": "用於「注意力匯聚點 + 視窗」：最前面 S 個位置一直留著，其餘的名額給視窗。"}),
     select("text", {"en": "Text", "zh-TW": "文字"}, {"en": "en", "zh-TW": "zh-TW"}, list(TEXTS.items()),
            help={"en": f"{TEXT_TOKENS} tokens of new documents written from the course corpus's templates.",
-                 "zh-TW": f"用課程語料的範本新寫的文件，取 {TEXT_TOKENS} 個詞元。"}),
+                 "zh-TW": f"用課程語料的範本新寫的短文，取 {TEXT_TOKENS} 個詞元。"}),
 )
 
 
@@ -87,12 +90,20 @@ def windowed_model(window: int, sinks: int) -> Transformer:
     return masked
 
 
-def continue_greedy(model, cache, last_logits, n: int) -> list[int]:
-    """n greedy tokens, each fed back through ``cache``."""
-    out = [int(np.argmax(last_logits))]
-    for _ in range(n - 1):
-        out.append(int(np.argmax(model.forward([out[-1]], cache=cache)[-1])))
-    return out
+def h2o_recent(budget: int) -> int:
+    """The newest positions H2O keeps in a budget of ``budget``: half of it (the rest by attention)."""
+    return budget // 2
+
+
+def greedy_continuation(model, cache, ids: list[int], last_logits) -> list[int]:
+    """CONTINUE greedy tokens after a text that ``cache`` holds whole: the model's pick at the
+    text's last position (its logits [V] are at hand), then the engine's Generator, which feeds
+    that pick through the same cache and goes on."""
+    _model, tok = load_course_model()
+    pick = int(np.argmax(last_logits))
+    gen = Generator(model, tok, SamplingParams(temperature=0), n_top=0, cache=cache)
+    steps = gen.generate(list(ids) + [pick], CONTINUE - 1, stop_at_eos=False, cached=len(ids))
+    return [pick] + [s.token_id for s in steps]
 
 
 class FullRun(NamedTuple):
@@ -114,41 +125,54 @@ def full_run(lang: str, n: int = TEXT_TOKENS) -> FullRun:
     logits, trace = model.forward(ids, cache=cache, trace=True)
     keys = [cache.keys(l).copy() for l in range(model.config.n_layers)]  # before the continuation writes more
     values = [cache.values(l).copy() for l in range(model.config.n_layers)]
-    return FullRun(logits, trace.attn, keys, values, continue_greedy(model, cache, logits[-1], CONTINUE))
+    return FullRun(logits, trace.attn, keys, values, greedy_continuation(model, cache, ids, logits[-1]))
 
 
-def fill_from_reference(cache, full: FullRun, n: int) -> None:
-    """Give ``cache`` the first n positions of the full run through its own store() (and, for H2O,
-    observe_attention()): while no more than n positions exist, no policy has dropped any, so their
-    keys, values and attention are the full cache's. Saves recomputing what is the same."""
-    for layer in range(len(full.keys)):
-        cache.store(layer, full.keys[layer][:, :n], full.values[layer][:, :n])
-        if hasattr(cache, "observe_attention"):
-            cache.observe_attention(layer, full.attn[layer][:, :n, :n])
-    cache.advance(n)
+class PolicyRun(NamedTuple):
+    logits: np.ndarray  # [N, V]
+    kept: list  # per layer: the positions held at the end of the text
+    nbytes: int  # the cache's size
+    continuation: list  # CONTINUE greedy token ids
+    last_look: np.ndarray  # [N]: the text's last query's attention per position (mean of heads and layers)
 
 
-def policy_run(policy: str, ids: list[int], budget: int, sinks: int, full: FullRun):
-    """(logits [N, V], kept positions per layer at the end of the text, cache bytes, continuation).
+def policy_run(policy: str, ids: list[int], budget: int, sinks: int, full: FullRun) -> PolicyRun:
+    """The text through the policy's cache of ``budget`` positions per layer.
 
-    The first ``budget`` positions come from the full run (see fill_from_reference); the model
-    reads the rest through the policy's cache.
+    The first ``budget`` positions are written from the full run (engine.caches.base.write):
+    while no more than that many exist, no policy has dropped any, so their keys, values and
+    attention are the full cache's, and recomputing them would give the same numbers. The
+    model reads the rest through the policy's cache.
     """
     model, _tok = load_course_model()
     if policy == "h2o":
-        cache = HeavyHitterKVCache(model.config, budget=budget, recent=budget // 2)
-    else:
+        cache = HeavyHitterKVCache(model.config, budget=budget, recent=h2o_recent(budget))
+    else:  # a rolling cache; with sinks, its first S slots keep positions 0 .. S-1
         model = windowed_model(budget - sinks, sinks) if policy == "sinks" else windowed_model(budget, 0)
-        cache = SinkKVCache(model.config) if policy == "sinks" else RollingKVCache(model.config)
-    fill_from_reference(cache, full, budget)
+        cache = RollingKVCache(model.config)
+    write(cache, [k[:, :budget] for k in full.keys], [v[:, :budget] for v in full.values],
+          [a[:, :budget, :budget] for a in full.attn])
     if policy == "h2o":  # evicts by attention, so it reads the rest one token at a time
-        rest = [model.forward([i], cache=cache) for i in ids[budget:]]
+        rest = [model.forward([i], cache=cache) for i in ids[budget:-1]]
+        last, trace = model.forward(ids[-1:], cache=cache, trace=True)
+        rest.append(last)
         kept = [cache.positions(l) for l in range(model.config.n_layers)]
     else:  # one block: the cache hands back what the mask allows (tests: the same as token by token)
-        rest = [model.forward(ids[budget:], cache=cache)]
-        kept = [np.sort(cache.slot_pos[cache.slot_pos >= 0])] * model.config.n_layers
+        block, trace = model.forward(ids[budget:], cache=cache, trace=True)
+        rest = [block]
+        kept = [cache.held_positions()] * model.config.n_layers
     logits = np.concatenate([full.logits[:budget]] + rest)
-    return logits, kept, cache.bytes_allocated, continue_greedy(model, cache, logits[-1], CONTINUE)
+    look = last_look([a[:, -1, :] for a in trace.attn], trace.key_pos, len(ids))
+    return PolicyRun(logits, kept, cache.bytes_allocated, greedy_continuation(model, cache, ids, logits[-1]), look)
+
+
+def last_look(rows, key_pos, n: int) -> np.ndarray:
+    """[n]: the attention one query gives each position, the mean over heads and layers
+    (rows: per layer [H, S] over keys at key_pos[l]; a position no key holds gets 0)."""
+    out = np.zeros(n)
+    for row, pos in zip(rows, key_pos):
+        np.add.at(out, np.asarray(pos), np.asarray(row, dtype=np.float64).mean(axis=0))
+    return out / len(rows)
 
 
 def kl_per_position(ref, other) -> np.ndarray:
@@ -209,17 +233,40 @@ def _figure_quality(kls: dict, budget: int, lang):
     return figure("quality", title, data, lay, cols, rows)
 
 
+def _figure_last_look(looks: dict, ids, tok, sinks: int, lang):
+    """Where the text's last token looks: its attention per position, full cache against the
+    caches of the budget (the mean over heads and layers; 0 where a cache no longer holds it)."""
+    colors = {"full": COLORS["grey"], "window": COLORS["orange"], "sinks": COLORS["blue"], "h2o": COLORS["green"]}
+    names = {"full": FULL, **POLICIES}
+    pieces = [show_piece(tok.decode([i])) for i in ids]
+    n = len(ids)
+    data = [{"type": "scatter", "mode": "lines+markers", "name": t(names[p], lang), "x": list(range(n)),
+             "y": floats(look), "text": pieces, "line": {"color": colors[p], "width": 1.5,
+                                                         "dash": "dot" if p == "full" else "solid"},
+             "marker": {"size": 4}, "hovertemplate": "%{x} %{text}: %{y:.3f}<extra>%{fullData.name}</extra>"}
+            for p, look in looks.items()]
+    title = t({"en": "Where the text's last token looks: its attention on each position (mean of heads and layers)",
+               "zh-TW": "文字的最後一個詞元看向哪裡：它分給每個位置的注意力（各 head、各層平均）"}, lang)
+    shapes = [{"type": "rect", "x0": -0.5, "x1": sinks - 0.5, "y0": 0, "y1": 1, "yref": "paper", "line": {"width": 0},
+               "fillcolor": "rgba(60,120,220,0.10)"}] if "sinks" in looks else []
+    lay = layout(t(L.POSITION, lang), t({"en": "attention weight", "zh-TW": "注意力權重"}, lang), height=300,
+                 shapes=shapes, yaxis={"rangemode": "tozero"})
+    cols = [t(L.POSITION, lang), t({"en": "token", "zh-TW": "詞元"}, lang)] + [t(names[p], lang) for p in looks]
+    rows = [[i, pieces[i]] + [fmt_num(look[i]) for look in looks.values()] for i in range(n)]
+    return figure("last_look", title, data, lay, cols, rows)
+
+
 def _summary_table(runs: dict, logits, full_bytes: int, ref_cont, budget: int, tok, lang) -> dict:
     """One row per cache: bytes, mean KL and top-1 agreement after the budget, and its continuation."""
     cols = [t({"en": "cache", "zh-TW": "快取"}, lang), t({"en": "cache size", "zh-TW": "快取大小"}, lang),
-            t({"en": "mean KL after the first budget positions", "zh-TW": "超過預算之後的平均 KL"}, lang),
+            t({"en": f"mean KL after the first {budget} positions", "zh-TW": f"前 {budget} 個位置之後的平均 KL"}, lang),
             t({"en": "same top-1 token as the full cache", "zh-TW": "最可能的詞元和完整快取相同"}, lang),
             t({"en": "greedy continuation", "zh-TW": "貪婪解碼接著寫"}, lang)]
     rows = [[t(FULL, lang), fmt_bytes(full_bytes), "0", fmt_percent(1.0), tok.decode(ref_cont)]]
-    for p, (other, _kept, nbytes, cont, kl) in runs.items():
-        same = float(np.mean(other[budget:].argmax(-1) == logits[budget:].argmax(-1)))
-        rows.append([t(POLICIES[p], lang), fmt_bytes(nbytes), fmt_num(float(kl[budget:].mean())), fmt_percent(same),
-                     tok.decode(cont)])
+    for p, (run, kl) in runs.items():
+        same = float(np.mean(run.logits[budget:].argmax(-1) == logits[budget:].argmax(-1)))
+        rows.append([t(POLICIES[p], lang), fmt_bytes(run.nbytes), fmt_num(float(kl[budget:].mean())),
+                     fmt_percent(same), tok.decode(run.continuation)])
     title = t({"en": "Every cache against the full one, on the same text", "zh-TW": "同一段文字：每種快取和完整快取對照"}, lang)
     return table(title, cols, rows)
 
@@ -238,8 +285,26 @@ def _sink_note(attn, sinks: int, budget: int, lang) -> str:
                         f"分給它們的注意力是 {per_layer}（第 1 到第 {len(shares)} 層）；平均分給看得到的每個 key 的話是 {even}。")}, lang)
 
 
-def _notes(policy: str, budget: int, sinks: int, lang) -> list[str]:
-    notes = [t({"en": ("Positions keep their place in the text: keys are stored after RoPE, with their own positions, "
+def _look_note(looks: dict, sinks: int, lang) -> str:
+    """How much of the last token's attention the first S positions get under each cache."""
+    share = {p: fmt_percent(float(look[:sinks].sum())) for p, look in looks.items()}
+    if "sinks" in looks:
+        return t({"en": (f"The text's last token gives the first {sinks} positions {share['full']} of its attention with "
+                         f"the full cache and {share['sinks']} with the sinks kept; the window alone holds none of them "
+                         f"({share['window']}), so that attention goes to the positions of the window instead."),
+                  "zh-TW": (f"文字的最後一個詞元，用完整快取時分給最前面 {sinks} 個位置的注意力是 {share['full']}，"
+                            f"留下注意力匯聚點時是 {share['sinks']}；只留視窗的話這些位置都不在快取裡（{share['window']}），"
+                            f"原本給它們的注意力就改落到視窗裡的位置。")}, lang)
+    others = [p for p in looks if p != "full"]
+    return t({"en": (f"The text's last token gives the first {sinks} positions {share['full']} of its attention with the "
+                     f"full cache; in the caches of the budget: "
+                     + ", ".join(f"{POLICIES[p]['en']} {share[p]}" for p in others) + "."),
+              "zh-TW": (f"文字的最後一個詞元，用完整快取時分給最前面 {sinks} 個位置的注意力是 {share['full']}；同樣預算的快取裡，"
+                        + "、".join(f"{POLICIES[p]['zh-TW']}是 {share[p]}" for p in others) + "。")}, lang)
+
+
+def _notes(policy: str, budget: int, sinks: int, looks: dict, lang) -> list[str]:
+    notes = [_look_note(looks, sinks, lang), t({"en": ("Positions keep their place in the text: keys are stored after RoPE, with their own positions, "
                        "so a query reading sink 0 sees a key far away. StreamingLLM numbers positions inside the cache "
                        "instead, so that a long stream never shows the model a distance it did not learn. Here every "
                        "text stays inside the course model's context window, and the full cache sees the same positions."),
@@ -247,10 +312,11 @@ def _notes(policy: str, budget: int, sinks: int, lang) -> list[str]:
                           "的注意力匯聚點時，看到的是一個很遠的 key。StreamingLLM 則改用快取裡的位置編號，讓很長的串流不會出現"
                           "模型沒學過的距離。這裡每段文字都在課程模型的上下文視窗之內，完整快取看到的也是同樣的位置。")}, lang)]
     if policy == "h2o":
-        notes.append(t({"en": (f"H2O here keeps the {budget // 2} newest positions and the {budget - budget // 2} others "
+        recent = h2o_recent(budget)
+        notes.append(t({"en": (f"H2O here keeps the {recent} newest positions and the {budget - recent} others "
                                "with the largest attention received so far, one set per layer (summed over heads)."),
-                        "zh-TW": (f"這裡的 H2O 保留最新的 {budget // 2} 個位置，再加上到目前為止收到最多注意力的 "
-                                  f"{budget - budget // 2} 個位置；每層一組（各 head 相加）。")}, lang))
+                        "zh-TW": (f"這裡的 H2O 保留最新的 {recent} 個位置，再加上到目前為止收到最多注意力的 "
+                                  f"{budget - recent} 個位置；每層一組（各 head 相加）。")}, lang))
     return notes
 
 
@@ -262,13 +328,15 @@ def run(values: dict, lang: str) -> dict:
     model, tok = load_course_model()
     ids = list(text_ids(text))
     full = full_run(text)
-    logits, attn, ref_cont = full.logits, full.attn, full.continuation
     full_bytes = KVCache(model.config, max_len=len(ids) + CONTINUE).bytes_allocated
     runs = {}
     for p in dict.fromkeys(["window", policy]):  # the chosen policy against the plain window
-        other, kept, nbytes, cont = policy_run(p, ids, budget, sinks, full)
-        runs[p] = (other, kept, nbytes, cont, kl_per_position(logits, other))
-    return {"figures": [_figure_kept(runs[policy][1], ids, tok, policy, budget, lang),
-                        _figure_quality({p: r[4] for p, r in runs.items()}, budget, lang)],
-            "tables": [_summary_table(runs, logits, full_bytes, ref_cont, budget, tok, lang)],
-            "notes": [_sink_note(attn, sinks, budget, lang)] + _notes(policy, budget, sinks, lang)}
+        r = policy_run(p, ids, budget, sinks, full)
+        runs[p] = (r, kl_per_position(full.logits, r.logits))
+    full_look = last_look([a[:, -1, :] for a in full.attn], [np.arange(len(ids))] * len(full.attn), len(ids))
+    looks = {"full": full_look, **{p: r.last_look for p, (r, _kl) in runs.items()}}
+    return {"figures": [_figure_kept(runs[policy][0].kept, ids, tok, policy, budget, lang),
+                        _figure_quality({p: kl for p, (_r, kl) in runs.items()}, budget, lang),
+                        _figure_last_look(looks, ids, tok, sinks, lang)],
+            "tables": [_summary_table(runs, full.logits, full_bytes, full.continuation, budget, tok, lang)],
+            "notes": [_sink_note(full.attn, sinks, budget, lang)] + _notes(policy, budget, sinks, looks, lang)}

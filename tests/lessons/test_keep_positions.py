@@ -66,7 +66,7 @@ def test_window_quality_matches_the_model_under_its_own_window_mask(budget, cour
     kl = kl_per_position(full, windowed)
     out = registry.run("keep_positions", {"policy": "window", "budget": budget}, "en")
     row = summary(out)[WINDOW]
-    assert number(row["mean KL after the first budget positions"]) == pytest.approx(kl[budget:].mean(), rel=5e-3)
+    assert number(row[f"mean KL after the first {budget} positions"]) == pytest.approx(kl[budget:].mean(), rel=5e-3)
     same = np.mean(full[budget:].argmax(-1) == windowed[budget:].argmax(-1))
     assert number(row["same top-1 token as the full cache"]) == pytest.approx(same, abs=1e-3)
     assert numbers(out["figures"][1]["table"], WINDOW)[:budget] == [0] * budget  # nothing evicted yet
@@ -125,3 +125,42 @@ def test_starting_from_the_reference_changes_nothing(budget, course):
     got = policy_run("h2o", ids, budget, 4, full)
     np.testing.assert_allclose(got[0], scratch, rtol=0, atol=1e-4)
     assert [list(k) for k in got[1]] == [list(cache.positions(l)) for l in range(model.config.n_layers)]
+
+
+def look(out) -> dict:
+    """The last token's attention per position, one list per cache, from the figure's table."""
+    tbl = out["figures"][2]["table"]
+    return {name: numbers(tbl, name) for name in tbl["columns"][2:]}
+
+
+@pytest.mark.parametrize("budget,sinks", [(24, 1), (32, 4), (48, 8)])
+def test_the_last_tokens_attention_with_and_without_the_sinks(budget, sinks, course):
+    """Where the text's last token looks, per position: the model under each mask, run here
+    with a trace (the mean of heads and layers of its last attention row), is what the figure
+    shows; the window leaves the first positions nothing, the sinks keep them in view."""
+    model, _tok = course
+    ids = list(text_ids("en"))
+    out = registry.run("keep_positions", {"policy": "sinks", "budget": budget, "sinks": sinks}, "en")
+    got = look(out)
+    for name, window, s in (("full cache", None, 0), (WINDOW, budget, 0), (SINKS, budget - sinks, sinks)):
+        masked = Transformer(replace(model.config, sliding_window=window, attention_sinks=s), model.weights)
+        _logits, tr = masked.forward(ids, trace=True)
+        want = np.mean([a[:, -1, :].mean(axis=0) for a in tr.attn], axis=0)  # [N]
+        assert got[name] == pytest.approx(want, abs=1e-3), name  # 3 significant digits on the page
+        assert sum(got[name]) == pytest.approx(1, abs=0.01)  # each row of weights sums to 1
+    n = TEXT_TOKENS
+    assert all(v == 0 for v in got[WINDOW][: n - budget])  # nothing before the window is in view
+    assert all(v > 0 for v in got[SINKS][:sinks]) and all(v == 0 for v in got[SINKS][sinks : n - budget + sinks])
+    assert f"the first {sinks} positions" in out["notes"][1]
+
+
+def test_the_heavy_hitters_look_where_their_cache_still_holds(course):
+    out = registry.run("keep_positions", {"policy": "h2o", "budget": 32}, "en")
+    kept_last = set(kept(out)[-1])
+    got = look(out)[H2O]
+    assert sum(got) == pytest.approx(1, abs=0.01)
+    # the last token read what each layer held before its step evicted one more position: every
+    # position kept after it, plus at most one per layer; the rest of the text gets nothing
+    held_anywhere = set().union(*map(set, kept(out)))
+    assert all(got[p] > 0 for p in kept_last)
+    assert sum(v > 0 for v in got) <= len(held_anywhere) + len(kept(out)) < TEXT_TOKENS
