@@ -2,7 +2,7 @@
 """Two commands from a fresh clone to a running site or a full test run (standard library only).
 
     python3 dev.py serve   # .venv + .[docs], then `mkdocs serve --livereload`
-    python3 dev.py test    # .venv + .[test,reference], Chromium if missing, then pytest (all)
+    python3 dev.py test    # .venv + .[test,reference,cuda-check], Chromium if missing, then pytest (all)
 
 Extra arguments go to the tool: `python3 dev.py serve -a 0.0.0.0:8000`,
 `python3 dev.py test tests/site -x -q`. Needs Python 3.11+. The virtual environment lives in
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -119,8 +120,15 @@ def ensure_actionlint() -> None:
             + proc.stderr.strip()[-400:])
 
 
+def test_extras() -> str:
+    """The test suite's extras: NVRTC's wheels (cuda-check: the sm_90 compile and spill check of
+    the CUDA kernels, no GPU needed) exist for Linux on x86-64 and aarch64 only."""
+    nvrtc = platform.system() == "Linux" and platform.machine() in ("x86_64", "aarch64")
+    return "test,reference,cuda-check" if nvrtc else "test,reference"
+
+
 def test(args: list[str]) -> int:
-    ensure_venv("test,reference", TORCH_PIN)
+    ensure_venv(test_extras(), TORCH_PIN)
     ensure_actionlint()
     ensure_chromium()
     env = site_env()

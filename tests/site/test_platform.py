@@ -165,3 +165,21 @@ def test_ci_run_is_strict_bash_and_fails_on_no_tests():
     assert README_TEST in script and re.search(r'"\$code" = 5', script)
     assert os.access(ROOT / ".ci" / "run", os.X_OK)
     assert subprocess.run(["bash", "-n", str(ROOT / ".ci" / "run")]).returncode == 0
+
+
+def test_dev_py_test_installs_extras_the_project_declares_with_nvrtc_where_its_wheels_exist(monkeypatch):
+    """On Linux x86-64 (CI) the suite gets the cuda-check extra, so the sm_90 compile and spill
+    check of the CUDA kernels runs there instead of skipping; elsewhere it is left out."""
+    import platform
+    import tomllib
+
+    import dev
+
+    declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    for system, machine, nvrtc in (("Linux", "x86_64", True), ("Linux", "aarch64", True), ("Darwin", "arm64", False),
+                                   ("Windows", "AMD64", False)):
+        monkeypatch.setattr(platform, "system", lambda: system)
+        monkeypatch.setattr(platform, "machine", lambda: machine)
+        extras = dev.test_extras().split(",")
+        assert set(extras) <= declared and {"test", "reference"} <= set(extras)
+        assert ("cuda-check" in extras) == nvrtc, (system, machine)

@@ -16,7 +16,7 @@ from decode_checks import TOLERANCE, as_dtype, gqa_config, greedy_compare
 from kernel_cases import SIMPLE, attention_case, check_kernel
 
 from engine import Transformer, load_course_model
-from engine.gpu import KernelSetMissing, kernel_set
+from engine.gpu import kernel_set
 from engine.gpu.kernels_ref import ReferenceKernels
 
 pytestmark = pytest.mark.gpu
@@ -35,10 +35,7 @@ def device():
             pytest.skip("CuPy is installed but sees no CUDA GPU")
     except Exception as e:  # ImportError, or a CUDA runtime without a driver
         pytest.skip(f"needs CuPy with a CUDA GPU ({type(e).__name__}: {e})")
-    try:
-        return cupy, kernel_set("cupy")
-    except KernelSetMissing as e:
-        pytest.skip(str(e))
+    return cupy, kernel_set("cupy")  # CuPy and a GPU are here: a kernel set that fails to load is a failure
 
 
 # --------------------------------------------------------------------------- one kernel at a time
