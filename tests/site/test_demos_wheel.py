@@ -81,3 +81,33 @@ def test_site_path_names_the_hash_folder(tmp_path):
     rel = demos_wheel.install_wheel(wheel, tmp_path / "site")
     assert rel == demos_wheel.site_path(wheel) == "assets/wheels/0123abcd/kv_classroom-0.1.0-py3-none-any.whl"
     assert (tmp_path / "site" / rel).read_bytes() == b"PK"
+
+
+def test_the_course_wheel_in_the_site_carries_the_engine_and_lessons_but_no_tools(built_site):
+    """What every reader downloads: engine/ and lessons/ (with the course model and the
+    benchmark's committed results, read by the benchmark page), and nothing of tools/ -- the
+    benchmark harness, the site helpers and the CPU execution of CUDA C stay in the checkout."""
+    import zipfile
+
+    wheels = sorted(built_site.glob("assets/wheels/*/kv_classroom-*.whl"))
+    assert len(wheels) == 1, wheels
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    tops = {n.split("/")[0] for n in names if not n.startswith("kv_classroom-")}
+    assert tops == {"engine", "lessons"}, tops
+    assert "engine/data/course_model.npz" in names
+    assert any(n.startswith("engine/bench_results/results/") and n.endswith(".json") for n in names)
+    assert not [n for n in names if "/bench/" in n and n.startswith("engine/")]  # the harness is tools/bench
+
+
+def test_lessons_and_the_engine_never_import_tools():
+    """tools/ is not in the wheel: an import of it from engine/ or lessons/ would fail in Pyodide."""
+    import ast
+
+    root = Path(demos_wheel.project_root())
+    bad = []
+    for path in [*root.glob("engine/**/*.py"), *root.glob("lessons/**/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            bad += [f"{path.relative_to(root)}: {n}" for n in names if n == "tools" or n.startswith("tools.")]
+    assert not bad, bad

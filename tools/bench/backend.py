@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tools.bench import provenance
-from tools.bench.timing import time_cuda, time_host
+from tools.bench.timers import time_cuda, time_host
 
 
 class BenchError(Exception):

@@ -12,30 +12,28 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from engine.timing import HostClock, measure
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCALES = ("en", "zh-TW")
 
 
-def build(only_locale: str | None) -> tuple[float, Path, tempfile.TemporaryDirectory]:
+def build(only_locale: str | None) -> tuple[Path, tempfile.TemporaryDirectory]:
     tmp = tempfile.TemporaryDirectory(prefix="kv-bench-site-")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     env.pop("KV_ONLY_LOCALE", None)
     if only_locale:
         env["KV_ONLY_LOCALE"] = only_locale
-    start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
                            "--site-dir", tmp.name], cwd=ROOT, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"mkdocs build failed ({only_locale or 'all languages'}):\n{proc.stderr[-3000:]}")
-    return seconds, Path(tmp.name), tmp
+    return Path(tmp.name), tmp
 
 
 def page_counts(site: Path, only_locale: str | None) -> dict[str, int]:
@@ -56,15 +54,16 @@ def main() -> None:
 
     results: dict = {"python": platform.python_version(), "cpus": os.cpu_count(), "builds": {}}
     for only in (None, *LOCALES):
-        times, counts = [], None
-        for _ in range(args.repeat):
-            seconds, site, tmp = build(only)
-            times.append(seconds)
-            counts = page_counts(site, only)
+        counts = {}
+
+        def one_build(only=only) -> None:
+            site, tmp = build(only)
+            counts.update(page_counts(site, only))
             tmp.cleanup()
-        name = only or "both"
-        results["builds"][name] = {"seconds_median": round(statistics.median(times), 2),
-                                   "seconds": [round(t, 2) for t in times], "pages": counts}
+
+        stats = measure(one_build, HostClock(), warmup=0, repeats=args.repeat)  # the one timing loop
+        results["builds"][only or "both"] = {"seconds_median": round(stats.median, 2), "seconds_min": round(stats.min, 2),
+                                             "seconds_max": round(stats.max, 2), "runs": stats.n, "pages": counts}
     if args.json:
         print(json.dumps(results, indent=2))
         return

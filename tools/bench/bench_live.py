@@ -9,8 +9,10 @@ Measures, in headless Chromium with Pyodide answered from a local distribution
   (first-contentful-paint, median of --paints loads): the demos must not delay it;
 - cold start: click "Run live" on a page's first demo -> first live result drawn
   (Pyodide runtime + NumPy + course wheel + the lesson's first run);
-- warm latency per demo: change one control and press "Run live" -> result drawn, median of
-  --changes changes; also the part spent inside Python. Goal: warm <= 200 ms for every demo.
+- warm latency per demo and control: change that control and press "Run live" -> result
+  drawn, median of --changes changes of each control in turn (engine.timing's loop, read from
+  the page's own clock); also the part spent inside Python. Goal: warm <= 200 ms for every
+  demo and control.
 
 Without --site it builds the site (mkdocs build) into a temporary folder first.
 """
@@ -25,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from engine.timing import measure_in_turn
 from tools.site import chromium
 from tools.site.build import build_or_exit
 from tools.site.demo_pages import WAIT_PLOTTED, demo_pages, serve_pyodide
@@ -49,36 +52,50 @@ TIMED_RUN = """async (i) => {
             status: d.querySelector(".kv-demo__status").textContent};
 }"""
 
-# Flip one control of demo i between two values without firing its events (the timed
-# "Run live" click then reads it). Returns a description of the control.
-FLIP = """([i, k]) => {
+# Flip control c of demo i (its controls in page order) between its value and another one,
+# without firing its events (the timed "Run live" click then reads it). Returns a
+# description of the control, or null when the demo has no control c.
+FLIP = """([i, c, k]) => {
     const d = document.querySelectorAll(".kv-demo")[i];
-    const pick = (sel) => d.querySelector(sel);
-    let c = pick('input[type="range"]');
-    if (c) {
-        if (!c.dataset.kvHome) c.dataset.kvHome = c.value;
-        const home = Number(c.dataset.kvHome), step = Number(c.step) || 1;
-        const other = home + step <= Number(c.max) ? home + step : home - step;
-        c.value = String(k % 2 ? other : home);
-        return `slider ${c.name}=${c.value}`;
+    const ctl = [...d.querySelectorAll("[data-kind]")][c];
+    if (!ctl) return null;
+    const kind = ctl.dataset.kind;
+    if (ctl.dataset.kvHome === undefined) ctl.dataset.kvHome = kind === "checkbox" ? String(ctl.checked) : ctl.value;
+    const home = ctl.dataset.kvHome;
+    if (kind === "slider") {
+        const step = Number(ctl.step) || 1;
+        const other = Number(home) + step <= Number(ctl.max) ? Number(home) + step : Number(home) - step;
+        ctl.value = String(k % 2 ? other : home);
+    } else if (kind === "select") {
+        const other = [...ctl.options].map((o) => o.value).find((v) => v !== home);
+        ctl.value = k % 2 && other !== undefined ? other : home;
+    } else if (kind === "checkbox") {
+        ctl.checked = k % 2 ? home !== "true" : home === "true";
+    } else {
+        ctl.value = k % 2 ? home + " the" : home;
     }
-    c = pick("select");
-    if (c) {
-        if (!c.dataset.kvHome) c.dataset.kvHome = c.value;
-        const other = [...c.options].map((o) => o.value).find((v) => v !== c.dataset.kvHome);
-        c.value = k % 2 ? other : c.dataset.kvHome;
-        return `select ${c.name}=${c.value}`;
-    }
-    c = pick('input[type="checkbox"]');
-    if (c) { c.checked = !c.checked; return `checkbox ${c.name}`; }
-    c = pick('input[type="text"]');
-    if (c) {
-        if (c.dataset.kvHome === undefined) c.dataset.kvHome = c.value;
-        c.value = k % 2 ? c.dataset.kvHome + " the" : c.dataset.kvHome;
-        return `text ${c.name}`;
-    }
-    return "run only";
+    return `${kind} ${ctl.name}=${kind === "checkbox" ? ctl.checked : ctl.value}`;
 }"""
+
+
+class PageClock:
+    """The page's own clock (engine.timing's Clock interface): a timed run reports the
+    milliseconds it measured with performance.now(), from the click to the drawn figure."""
+
+    name = "performance.now"
+
+    def __init__(self):
+        self.last: dict | None = None
+
+    def sync(self) -> None:
+        pass
+
+    def start(self) -> None:
+        self.last = None
+
+    def stop(self) -> float:
+        return self.last["ms"] / 1e3
+
 
 FCP = """() => new Promise((resolve) => {
     const e = performance.getEntriesByName("first-contentful-paint")[0];
@@ -88,38 +105,60 @@ FCP = """() => new Promise((resolve) => {
 
 
 def first_paint(browser, url: str, block_demos: bool, n: int) -> float:
-    times = []
-    for _ in range(n):
+    """Median first-contentful-paint (ms) of ``n`` loads of ``url``, each in a fresh context."""
+    clock = PageClock()
+
+    def load() -> None:
         ctx = browser.new_context()
         if block_demos:
             ctx.route("**/kv-demos.mjs", lambda r: r.abort())
         pg = ctx.new_page()
         pg.goto(url)
-        times.append(pg.evaluate(FCP))
+        clock.last = {"ms": pg.evaluate(FCP)}
         ctx.close()
-    return statistics.median(times)
+
+    return measure_in_turn({"load": load}, clock, warmup=0, repeats=n)["load"].median * 1e3
 
 
 def warm_rows(pg, p, changes: int) -> list[dict]:
-    """Median warm latency of each demo of page ``p`` over ``changes`` control changes."""
+    """Warm latency of each control of each demo of page ``p``: ``changes`` changes of that
+    control, after one that pays its own warm-up (caches of a new value); the median, the
+    maximum and the part spent inside Python."""
     rows = []
     for i, lesson in enumerate(p.lessons):
-        e2e, compute, control = [], [], ""
-        for k in range(changes + 1):
-            control = pg.evaluate(FLIP, [i, k + 1]) or control
-            r = pg.evaluate(TIMED_RUN, i)
-            if not r["ok"]:
-                sys.exit(f"{p.path} {lesson}: {r['status']}")
-            if k:  # the first change of a demo pays its own warm-up (model load, caches)
-                e2e.append(r["ms"])
-                compute.append(r["compute"])
-        rows.append({"page": p.path or "/", "lesson": lesson, "control": control,
-                     "warm_ms": statistics.median(e2e), "python_ms": statistics.median(compute),
-                     "max_ms": max(e2e)})
+        c = 0
+        while (row := _control_row(pg, p, i, lesson, c, changes)) is not None:
+            rows.append(row)
+            c += 1
+        if c == 0:  # a demo without controls: its "Run live" alone
+            rows.append(_control_row(pg, p, i, lesson, None, changes))
     return rows
 
 
-def measure(browser, base: str, pages, args) -> tuple[list, list, list]:
+def _control_row(pg, p, i: int, lesson: str, c: int | None, changes: int) -> dict | None:
+    clock, flips, compute = PageClock(), [0], []
+    control = "run only" if c is None else pg.evaluate(FLIP, [i, c, 0])
+    if control is None:
+        return None
+
+    def change() -> None:
+        flips[0] += 1
+        if c is not None:
+            pg.evaluate(FLIP, [i, c, flips[0]])
+        r = pg.evaluate(TIMED_RUN, i)
+        if not r["ok"]:
+            sys.exit(f"{p.path} {lesson} ({control}): {r['status']}")
+        clock.last = r
+        compute.append(r["compute"])
+
+    stats = measure_in_turn({control: change}, clock, warmup=1, repeats=changes)[control]
+    if c is not None:
+        pg.evaluate(FLIP, [i, c, 0])  # back to its value for the next control
+    return {"page": p.path or "/", "lesson": lesson, "control": control.split("=")[0], "warm_ms": stats.median * 1e3,
+            "python_ms": statistics.median(compute[1:]), "max_ms": stats.max * 1e3}
+
+
+def measure_pages(browser, base: str, pages, args) -> tuple[list, list, list]:
     """(first paints, cold starts, warm rows) of every page, each in a fresh context."""
     paints, colds, rows = [], [], []
     for p in pages:
@@ -143,7 +182,7 @@ def measure(browser, base: str, pages, args) -> tuple[list, list, list]:
 def report(version: str, args, paints, colds, rows) -> None:
     lock = json.loads((Path(args.dist) / "pyodide-lock.json").read_text())
     print(f"\nChromium {version}, Pyodide {lock['info'].get('version')} (local copy), "
-          f"{platform.machine()} with {os.cpu_count()} CPUs, {args.changes} warm changes per demo\n")
+          f"{platform.machine()} with {os.cpu_count()} CPUs, {args.changes} warm changes per control\n")
     print(f"{'page':32} {'FCP ms':>8} {'FCP ms, no demo JS':>19} {'cold start ms':>14}")
     for (path, with_js, without), (_, cold) in zip(paints, colds):
         print(f"{path or '/':32} {with_js:8.0f} {without:19.0f} {cold:14.0f}")
@@ -160,7 +199,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--site", type=Path, default=os.environ.get("KV_BUILT_SITE"))
     ap.add_argument("--dist", type=Path, default=os.environ.get("KV_PYODIDE_DIST"))
-    ap.add_argument("--changes", type=int, default=7, help="warm control changes per demo")
+    ap.add_argument("--changes", type=int, default=5, help="warm changes of each control of each demo")
     ap.add_argument("--paints", type=int, default=3, help="page loads per first-paint median")
     ap.add_argument("--lang", default="en")
     ap.add_argument("--json", type=Path, help="also write the numbers to this JSON file")
@@ -178,7 +217,7 @@ def main(argv=None) -> None:
             sys.exit(f"no {args.lang} page with a demo in {site}")
         with serve(site) as base, sync_playwright() as pw:
             browser = chromium.launch(pw)
-            paints, colds, rows = measure(browser, base, pages, args)
+            paints, colds, rows = measure_pages(browser, base, pages, args)
             version = browser.version
             browser.close()
     report(version, args, paints, colds, rows)

@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.arrays import to_numpy
 from tools.bench.steps import StepPath, cached_step
-from tools.bench.timing import time_host, time_torch_cuda
+from tools.bench.timers import time_host, time_torch_cuda
 
 COMPARE_NEAR = 8192  # besides the first and last context: the point issue 8's goal is set at
 TORCH_DEVICE = {"numpy": "cpu", "cupy": "cuda"}  # where transformers runs, beside each backend

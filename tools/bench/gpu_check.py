@@ -86,12 +86,12 @@ class Session:
 
 
 def make_model(session: Session, shape: str, dtype: str, max_context: int):
-    from tools.bench import sweep_shapes as shapes
+    from tools.bench import sweep_shapes
 
     if shape == "tiny" or session.dry_run:
-        return shapes._tiny(dtype, session.xp, max_context)
+        return sweep_shapes._tiny(dtype, session.xp, max_context)
     layers = 4 if shape == "llama3-8b" else None
-    return shapes.build(shape, backend="cupy", quick=True, llama_layers=layers).make(dtype, session.xp, max_context)
+    return sweep_shapes.build(shape, backend="cupy", quick=True, llama_layers=layers).make(dtype, session.xp, max_context)
 
 
 def step_bytes(model, context: int) -> int:
@@ -140,14 +140,14 @@ def gemv_rates(session: Session, repeats: int) -> list[dict]:
 
     s = MODEL_SHAPES["Llama 3 8B"]
     D, hd = s.d_model, s.d_model // s.n_heads
-    shapes = {"wqkv": (D, (s.n_heads + 2 * s.n_kv_heads) * hd), "wo": (D, D), "w_gate_up": (D, 2 * s.ffn_dim),
+    projections = {"wqkv": (D, (s.n_heads + 2 * s.n_kv_heads) * hd), "wo": (D, D), "w_gate_up": (D, 2 * s.ffn_dim),
               "w_down": (s.ffn_dim, D), "lm_head": (D, s.vocab_size)}
     if session.dry_run:
-        shapes = {name: (K // 64, N // 64) for name, (K, N) in shapes.items()}
+        projections = {name: (K // 64, N // 64) for name, (K, N) in projections.items()}
     xp, k, rows = session.xp, session.kernels, []
     dtype = "float32" if session.dry_run else "float16"  # NumPy has no fast float16 matmul
     rng = np.random.default_rng(0)
-    for name, (K, N) in shapes.items():
+    for name, (K, N) in projections.items():
         w = k.prepare_weight(xp.asarray((rng.standard_normal((K, N), dtype=np.float32) * K**-0.5).astype(dtype)))
         x = xp.asarray(rng.standard_normal((1, K), dtype=np.float32).astype(dtype))
         y = xp.empty((1, N), dtype=dtype)

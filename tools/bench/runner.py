@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.analysis import costs
-from tools.bench import launches, provenance, sweep_shapes as shapes, steps
+from tools.bench import launches, provenance, steps, sweep_shapes
 from tools.bench.backend import Backend, BenchError
 from tools.bench.steps import StepPath
-from tools.bench.timing import Stats
+from tools.bench.timers import Stats
 
 
 @dataclass
@@ -165,7 +165,7 @@ def config_json(cfg) -> dict:
     return d
 
 
-def run_shape(shape: shapes.BenchShape, dtype: str, backend: Backend, opts: Options, flops_per_s: float,
+def run_shape(shape: sweep_shapes.BenchShape, dtype: str, backend: Backend, opts: Options, flops_per_s: float,
               peak_bw: float, log=print, out_of_time=lambda: False,
               step: StepPath = StepPath("engine")) -> tuple[dict, object]:
     """Sweep one shape in one dtype; returns (run JSON, the model, for the comparison)."""
@@ -259,7 +259,7 @@ def _start(opts: Options, backend: Backend, threads: dict | None, log) -> _Sweep
     return sweep
 
 
-def _measure_run(sweep: _Sweep, shape: shapes.BenchShape, dt: str, log) -> None:
+def _measure_run(sweep: _Sweep, shape: sweep_shapes.BenchShape, dt: str, log) -> None:
     """One shape in one dtype: the sweep, its launch count, the transformers comparison."""
     opts, backend = sweep.opts, sweep.backend
     run, model = run_shape(shape, dt, backend, opts, sweep.flops_by_dtype[dt]["flops"], sweep.peak_bw["value"],
@@ -293,7 +293,7 @@ def run_benchmark(opts: Options, backend: Backend | None = None, threads: dict |
 
     host = provenance.host_info()
     backend = backend or get_backend(opts.backend)
-    sweeps = [shapes.build(k, backend=backend.name, quick=opts.quick, llama_layers=opts.llama_layers,
+    sweeps = [sweep_shapes.build(k, backend=backend.name, quick=opts.quick, llama_layers=opts.llama_layers,
                            contexts=opts.contexts) for k in opts.shapes]
     sweep = _start(opts, backend, threads, log)
     try:

@@ -20,7 +20,7 @@ from engine.bench_results import schema
 from tools.bench.backend import BenchError, get_backend
 from tools.bench.cli import main
 from tools.bench.runner import Options, run_benchmark
-from tools.bench.timing import summarize, time_host
+from tools.bench.timers import summarize, time_host
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = dict(shapes=("tiny",), contexts=(8, 16), warmup=0, repeats=3, compare=False, peak_bw_gbs=10.0,
@@ -165,10 +165,10 @@ def test_bad_options_are_one_line_errors(args, words):
 def test_transformers_comparison_computes_the_same_step():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tools.bench import compare, sweep_shapes as shapes
+    from tools.bench import compare, sweep_shapes
 
     backend = get_backend("numpy")
-    model = shapes.build("tiny", backend="numpy", quick=True).make("float32", backend.xp, 16)
+    model = sweep_shapes.build("tiny", backend="numpy", quick=True).make("float32", backend.xp, 16)
     run = {"shape": "tiny", "dtype": "float32", "points": [{"context": 8}, {"context": 16}]}
     found, note = compare.compare_with_transformers(model, run, backend, Options(**TINY), None, log=lambda m: None)
     assert note is None  # a logit mismatch would come back as a note, not a ratio
@@ -188,7 +188,7 @@ def test_cuda_event_timer_reads_event_pairs_in_seconds(monkeypatch):
     timed function moves (10 ms a call): the timer must report exactly that, in seconds."""
     import types
 
-    from tools.bench.timing import time_cuda
+    from tools.bench.timers import time_cuda
 
     clock = [0.0]
 

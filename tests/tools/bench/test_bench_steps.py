@@ -17,7 +17,7 @@ from engine.gpu.recording import RecordingBackend, RecordingKernels
 from tools.bench import compare, launches, steps
 from tools.bench.backend import Backend, BenchError
 from tools.bench.runner import Options, run_benchmark
-from tools.bench.timing import time_host
+from tools.bench.timers import time_host
 
 TINY = dict(shapes=("tiny",), contexts=(8, 16), warmup=0, repeats=2, compare=False, peak_bw_gbs=10.0,
             min_point_seconds=0.0)
@@ -118,7 +118,7 @@ def fake_cuda(monkeypatch):
 
 
 def test_torch_cuda_timer_reads_event_pairs_in_seconds(fake_cuda):
-    from tools.bench.timing import time_torch_cuda
+    from tools.bench.timers import time_torch_cuda
 
     def step():
         fake_cuda["now"] += 0.004

@@ -1,4 +1,4 @@
-"""Timing for the benchmark: the one loop of engine/timing.py with the benchmark's clocks.
+"""The benchmark's timers: engine/timing.py's one loop read through each clock (host, CuPy events, torch events).
 
 Two clocks, one interface. On the CPU (NumPy) work is synchronous, so a host clock
 around the call is the truth. On the GPU (CuPy) kernels run asynchronously: a host clock
