@@ -247,11 +247,9 @@ class PagedCache(BaseCache):
         the free list in the same order, reference counts and the table as before."""
         super().abort()  # the pool's array regions this write changed
         if self._txn_saved is not None:
-            table, refs, free, copies = self._txn_saved
+            table, lending = self._txn_saved
             self.block_table = table
-            self.pool.refs[:] = refs
-            self.pool._free[:] = free
-            self.pool.copies = copies
+            self.pool.restore(lending)
             self._register()
         self._plan = self._txn_saved = None
 
@@ -288,7 +286,7 @@ class PagedCache(BaseCache):
         if needed > pool.free_blocks:
             raise pool._full_error(self, T, needed)
         if self._txn_log is not None and self._txn_saved is None:  # inside begin .. advance: keep the bookkeeping
-            self._txn_saved = (list(self.block_table), pool.refs.copy(), list(pool._free), pool.copies)
+            self._txn_saved = (list(self.block_table), pool.snapshot())
         if T and n % B and pool.refs[self.block_table[-1]] > 1:
             self._copy_on_write()
         while len(self.block_table) < blocks_for(n + T, B):

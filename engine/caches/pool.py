@@ -75,6 +75,17 @@ class BlockAllocator:
         if self.refs[block] == 0:
             self._free.append(block)
 
+    def snapshot(self) -> tuple:
+        """The lending state (free list in order, reference counts, copies), for ``restore``:
+        a holder that undoes a failed write gives back exactly the blocks it took, in order."""
+        return list(self._free), self.refs.copy(), self.copies
+
+    def restore(self, snap: tuple) -> None:
+        free, refs, copies = snap
+        self._free[:] = free
+        self.refs[:] = refs
+        self.copies = copies
+
     def copy_block(self, src: int, dst: int) -> None:
         """Block src -> block dst in every layer (copy-on-write)."""
         for a in self.k + self.v:

@@ -49,3 +49,16 @@ def test_the_allocator_knows_no_sequence():
     imported = {n.module for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom)}
     assert imported <= {"__future__", "engine.checks", "engine.config"}
     assert "PagedCache" not in source and "_holders" not in source  # no table, no registry of sequences
+
+
+def test_restore_gives_back_the_lending_state_of_a_snapshot(cfg):
+    pool = BlockAllocator(cfg, n_blocks=5, block_size=2)
+    a = pool.take()
+    snap = pool.snapshot()
+    b, c = pool.take(), pool.take()
+    pool.retain(a), pool.drop(b), pool.copy_block(a, c)
+    pool.restore(snap)
+    assert pool.snapshot()[0] == snap[0] and list(pool.refs) == [1, 0, 0, 0, 0] and pool.copies == 0
+    assert [pool.take(), pool.take()] == [b, c]  # lent again in the same order
+    snap[1][:] = 9  # the snapshot is a copy: changing it changes nothing in the pool
+    assert list(pool.refs) == [1, 1, 1, 0, 0]
