@@ -67,6 +67,13 @@ def test_out_of_bounds_and_const_violations_name_the_parameter(name, order, mess
         assert 'block (0,0,0) thread (0,0,0)' in str(e.value)
 
 
+def test_a_misaligned_vector_load_is_an_error_as_on_a_gpu():
+    with pytest.raises(CudaCpuError, match=r"misaligned __ldg of a 16-byte value at an address 4 bytes past a "
+                                           r"multiple of 16 \(a GPU stops with cudaErrorMisalignedAddress\)") as e:
+        run('sum_misaligned_vector_load')
+    assert "'sum_misaligned_vector_load'" in str(e.value) and 'thread (0,0,0)' in str(e.value)
+
+
 def test_reads_on_the_other_side_of_an_array_give_nan():
     """One guard page per side can't touch both ends: the order that doesn't fault reads NaN."""
     assert np.isnan(run('sum_oob_read', 'reverse'))

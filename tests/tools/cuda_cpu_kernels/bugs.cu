@@ -143,3 +143,12 @@ extern "C" __global__ void sum_assert(const float* x, int n, float* out)
 {
     assert(n < 0);
 }
+
+// A 128-bit load from x + 1: 4 bytes past a 16-byte boundary (a misaligned vector load).
+extern "C" __global__ void sum_misaligned_vector_load(const float* x, int n, float* out)
+{
+    if (threadIdx.x == 0) {
+        const uint4 u = __ldg(reinterpret_cast<const uint4*>(x + 1));
+        out[0] = __uint_as_float(u.x);
+    }
+}

@@ -224,12 +224,24 @@ inline double min(double a, float b) noexcept { return fmin(a, b); }
 inline double max(double a, float b) noexcept { return fmax(a, b); }
 
 // ------------------------------------------------------------------ loads, stores
-template <class T> inline T __ldg(const T* p) { return *p; }
-template <class T> inline T __ldca(const T* p) { return *p; }
-template <class T> inline T __ldcg(const T* p) { return *p; }
-template <class T> inline T __ldcs(const T* p) { return *p; }
-template <class T> inline T __ldlu(const T* p) { return *p; }
-template <class T> inline T __ldcv(const T* p) { return *p; }
+// A GPU loads a T only from an address aligned to alignof(T) (a uint4 / float4 load is one
+// 128-bit instruction): a misaligned one is cudaErrorMisalignedAddress there, an error here.
+// x86-64 would load it anyway, so the check is explicit.
+namespace kc {
+template <class T> inline const T* aligned(const T* p, const char* what) {
+    if (reinterpret_cast<uintptr_t>(p) % alignof(T))
+        fail(std::string("misaligned ") + what + " of a " + std::to_string(sizeof(T)) + "-byte value at an address "
+             + std::to_string(reinterpret_cast<uintptr_t>(p) % alignof(T)) + " bytes past a multiple of "
+             + std::to_string(alignof(T)) + " (a GPU stops with cudaErrorMisalignedAddress)");
+    return p;
+}
+}  // namespace kc
+template <class T> inline T __ldg(const T* p) { return *kc::aligned(p, "__ldg"); }
+template <class T> inline T __ldca(const T* p) { return *kc::aligned(p, "__ldca"); }
+template <class T> inline T __ldcg(const T* p) { return *kc::aligned(p, "__ldcg"); }
+template <class T> inline T __ldcs(const T* p) { return *kc::aligned(p, "__ldcs"); }
+template <class T> inline T __ldlu(const T* p) { return *kc::aligned(p, "__ldlu"); }
+template <class T> inline T __ldcv(const T* p) { return *kc::aligned(p, "__ldcv"); }
 template <class T> inline void __stwb(T* p, T v) { *p = v; }
 template <class T> inline void __stcg(T* p, T v) { *p = v; }
 template <class T> inline void __stcs(T* p, T v) { *p = v; }
