@@ -36,7 +36,8 @@ MAX_CONTEXT = 131072  # 128K tokens
 GIB = 1024**3
 
 CONTROLS = (
-    select("model", L.MODEL, "Llama 3 8B", [(name, {"en": name, "zh-TW": name}) for name in MODEL_SHAPES],
+    select("model", L.MODEL, "Llama 3 8B", [(name, {"en": s.display_name, "zh-TW": s.display_name})
+                                                 for name, s in MODEL_SHAPES.items()],
            help={"en": "Published shapes (layers, KV heads, head dimension, sliding window) of real models.",
                  "zh-TW": "真實模型公開的形狀（層數、KV head 數、head 維度、滑動視窗）。"}),
     cache_bits.control(),
@@ -103,8 +104,8 @@ def _figure_size(shape, values, lang) -> dict:
     if weights is not None:
         name = t({"en": f"model weights ({values['dtype']})", "zh-TW": f"模型權重（{values['dtype']}）"}, lang)
         data.insert(1, _line(name, [xs[0], xs[-1]], [weights] * 2, COLORS["grey"], "dash", tokens))
-    title = t({"en": f"{shape.name}: KV cache vs context ({bits:g} bits per number)",
-               "zh-TW": f"{shape.name}：KV 快取大小隨上下文長度的變化（每個數字 {bits:g} 位元）"}, lang)
+    title = t({"en": f"{shape.display_name}: KV cache vs context ({bits:g} bits per number)",
+               "zh-TW": f"{shape.display_name}：KV 快取大小隨上下文長度的變化（每個數字 {bits:g} 位元）"}, lang)
     lay = layout(t({"en": "context length (tokens)", "zh-TW": "上下文長度（詞元數）"}, lang), "GiB",
                  xaxis={"tickvals": [16384 * i for i in range(9)], "ticktext": [f"{16 * i}K" for i in range(9)]},
                  yaxis={"rangemode": "tozero"})
@@ -118,7 +119,7 @@ def _table_all(values, lang) -> dict:
     cols = [t({"en": "model", "zh-TW": "模型"}, lang), t(LAYERS, lang), t(L.KV_HEADS, lang),
             t(HEAD_DIM, lang), t(L.SLIDING_WINDOW, lang), t(L.PER_TOKEN, lang),
             t({"en": f"{fmt_int(context)} tokens × batch {batch}", "zh-TW": f"{fmt_int(context)} 個詞元 × 批次 {batch}"}, lang)]
-    rows = [[s.name, s.n_layers, s.n_kv_heads, s.head_dim, "—" if s.sliding_window is None else s.sliding_window,
+    rows = [[s.display_name, s.n_layers, s.n_kv_heads, s.head_dim, "—" if s.sliding_window is None else s.sliding_window,
              fmt_bytes(_kv(s, 1, 1, bits)), fmt_bytes(_kv(s, context, batch, bits))] for s in MODEL_SHAPES.values()]
     return table(t({"en": f"Every model at this setting ({bits:g} bits per cached number)",
                     "zh-TW": f"各模型在同樣設定下（快取每個數字 {bits:g} 位元）"}, lang), cols, rows)
@@ -152,9 +153,9 @@ def _notes(shape, values, lang) -> list[str]:
     if shape.n_kv_heads < shape.n_heads:
         group = shape.n_heads // shape.n_kv_heads
         notes.append(t({
-            "en": (f"{shape.name} uses grouped-query attention: {shape.n_heads} query heads share {shape.n_kv_heads} "
+            "en": (f"{shape.display_name} uses grouped-query attention: {shape.n_heads} query heads share {shape.n_kv_heads} "
                    f"KV heads, so its cache is 1/{group} of what one KV head per query head would need."),
-            "zh-TW": (f"{shape.name} 使用分組查詢注意力（GQA）：{shape.n_heads} 個 query head 共用 {shape.n_kv_heads} 個 "
+            "zh-TW": (f"{shape.display_name} 使用分組查詢注意力（GQA）：{shape.n_heads} 個 query head 共用 {shape.n_kv_heads} 個 "
                       f"KV head，快取只要「每個 query head 各配一個 KV head」時的 1/{group}。")}, lang))
     return notes + _notes_shrink(shape, values, lang) + _caveats(shape, context, lang)
 
@@ -164,10 +165,10 @@ def _notes_shrink(shape, values, lang) -> list[str]:
     bits, context, batch, W, notes = cache_bits.bits(values), values["context"], values["batch"], shape.sliding_window, []
     if W:
         capped = fmt_bytes(_kv(shape, W, batch, bits))
-        notes.append(t({"en": (f"{shape.name} uses sliding-window attention: its rolling-buffer cache keeps only the last "
+        notes.append(t({"en": (f"{shape.display_name} uses sliding-window attention: its rolling-buffer cache keeps only the last "
                                f"{fmt_int(W)} positions, so from {fmt_int(W)} tokens on the cache stays at {capped} "
                                "instead of growing with the text."),
-                        "zh-TW": (f"{shape.name} 使用滑動視窗注意力：它的環狀緩衝快取只留最新的 {fmt_int(W)} 個位置，"
+                        "zh-TW": (f"{shape.display_name} 使用滑動視窗注意力：它的環狀緩衝快取只留最新的 {fmt_int(W)} 個位置，"
                                   f"所以從 {fmt_int(W)} 個詞元起，快取就停在 {capped}，不再隨著文字變長。")}, lang))
     if bits != cache_bits.FULL:
         full = fmt_bytes(_kv(shape, context, batch, cache_bits.FULL))
@@ -180,18 +181,26 @@ def _notes_shrink(shape, values, lang) -> list[str]:
 
 
 def _caveats(shape, context: int, lang: str) -> list[str]:
-    notes = []
-    if context > shape.max_seq_len:
+    notes, name, trained = [], shape.display_name, shape.trained_context
+    if trained and context > trained:  # Mistral 7B v0.1: its config allows more than it was trained on
         notes.append(t({
-            "en": (f"Note: {shape.name} was published with a context window of {fmt_int(shape.max_seq_len)} "
+            "en": (f"Note: {name}'s config allows {fmt_int(shape.max_seq_len)} positions, but it was trained on a "
+                   f"context of {fmt_int(trained)} tokens; at {fmt_int(context)} the size follows the formula, not a "
+                   "length the model was trained for."),
+            "zh-TW": (f"注意：{name} 的設定檔允許 {fmt_int(shape.max_seq_len)} 個位置，但訓練時的上下文是 "
+                      f"{fmt_int(trained)} 個詞元；{fmt_int(context)} 個詞元時的大小只是照公式算，模型沒有用這麼長的"
+                      "文字訓練過。")}, lang))
+    elif context > shape.max_seq_len:
+        notes.append(t({
+            "en": (f"Note: {name} was published with a context window of {fmt_int(shape.max_seq_len)} "
                    f"tokens; {fmt_int(context)} is beyond it, shown only to follow the formula."),
-            "zh-TW": (f"注意：{shape.name} 公開的上下文視窗是 {fmt_int(shape.max_seq_len)} 個詞元，"
+            "zh-TW": (f"注意：{name} 公開的上下文視窗是 {fmt_int(shape.max_seq_len)} 個詞元，"
                       f"{fmt_int(context)} 已經超出，這裡只是照公式算給你看。")}, lang))
     if shape.name in NOT_LLAMA:
         notes.append(t({
-            "en": (f"{shape.name} is not Llama-style (a two-matrix GELU feed-forward network, learned positions): its "
+            "en": (f"{shape.display_name} is not Llama-style (a two-matrix GELU feed-forward network, learned positions): its "
                    "cache size is exact, but the engine's Llama-style weight count would be wrong, so no weight line is drawn."),
-            "zh-TW": (f"{shape.name} 不是 Llama 架構（兩個矩陣的 GELU 前饋網路、學習式位置編碼）：快取大小是準確的，"
+            "zh-TW": (f"{shape.display_name} 不是 Llama 架構（兩個矩陣的 GELU 前饋網路、學習式位置編碼）：快取大小是準確的，"
                       "但引擎用 Llama 架構算出的權重數會算錯，所以不畫權重線。")}, lang))
     notes.append(t({"en": f"Shape source: {shape.source}.", "zh-TW": f"形狀來源：{_zh_source(shape.source)}。"}, lang))
     return notes

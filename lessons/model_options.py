@@ -19,7 +19,8 @@ COURSE_LABEL = {"en": "Course model (this site)", "zh-TW": "課程模型（本�
 
 def options(include_course: bool = True) -> list[tuple[str, dict]]:
     """(value, label) pairs for a select control."""
-    real = [(name, {"en": name, "zh-TW": name}) for name in MODEL_SHAPES if name not in NOT_LLAMA]
+    real = [(name, {"en": s.display_name, "zh-TW": s.display_name}) for name, s in MODEL_SHAPES.items()
+            if name not in NOT_LLAMA]
     return ([(COURSE, COURSE_LABEL)] if include_course else []) + real
 
 
@@ -31,4 +32,5 @@ def config_for(key: str, dtype: str = "float16") -> Config:
 
 
 def label(key: str, lang: str) -> str:
-    return COURSE_LABEL[lang] if key == COURSE else key
+    """The model's name as readers see it ("Mistral 7B v0.1": the release the shape is)."""
+    return COURSE_LABEL[lang] if key == COURSE else MODEL_SHAPES[key].display_name

@@ -27,6 +27,13 @@ class ModelShape:
     norm_eps: float
     source: str
     sliding_window: int | None = None  # W: attention (and the cache) reach back W positions only
+    label: str | None = None  # the name readers see, where the key alone would name another release
+    trained_context: int | None = None  # the context of training, where it is shorter than max_seq_len
+
+    @property
+    def display_name(self) -> str:
+        """The name to show a reader: "Mistral 7B v0.1" for the shape keyed "Mistral 7B"."""
+        return self.label or self.name
 
 
 _HF = "config.json of the Hugging Face repository "
@@ -38,9 +45,12 @@ MODEL_SHAPES: dict[str, ModelShape] = {s.name: s for s in (
                _HF + "meta-llama/Meta-Llama-3-70B; Meta, 'The Llama 3 Herd of Models' (2024), Table 3"),
     ModelShape("Llama 2 7B", 32000, 32, 4096, 32, 32, 128, 11008, 4096, 10000.0, 1e-5,
                _HF + "meta-llama/Llama-2-7b-hf; Touvron et al., 'Llama 2' (2023)"),
+    # The key stays "Mistral 7B" (controls and tests name it); the shape is v0.1's, the only release
+    # with a sliding window: its config allows 32,768 positions, its training context was 8,192.
     ModelShape("Mistral 7B", 32000, 32, 4096, 32, 8, 128, 14336, 32768, 10000.0, 1e-5,
-               _HF + "mistralai/Mistral-7B-v0.1 (sliding_window 4096); Jiang et al., 'Mistral 7B' (2023), "
-               "Table 1 (window_size 4096)", sliding_window=4096),
+               _HF + "mistralai/Mistral-7B-v0.1 (sliding_window 4096, max_position_embeddings 32768); "
+               "Jiang et al., 'Mistral 7B' (2023), Table 1 (window_size 4096, context_len 8192)",
+               sliding_window=4096, label="Mistral 7B v0.1", trained_context=8192),
     ModelShape("GPT-2 small", 50257, 12, 768, 12, 12, 64, 3072, 1024, 10000.0, 1e-5,
                _HF + "openai-community/gpt2 (n_embd 768, n_head 12, n_layer 12, n_ctx 1024); "
                "Radford et al. (2019). Not a Llama: learned positions, no RoPE (rope_theta is the engine default)"),

@@ -62,7 +62,7 @@ def test_mistral_stops_at_its_window(context):
     out = registry.run("cache_size", {"model": "Mistral 7B", "context": context, "batch": 1}, "en")
     assert out["notes"][0].endswith(f"= {window_size:,} B = 512 MiB")
     assert "4,096 × 1 × 16 ÷ 8" in out["notes"][0]
-    row = [r for r in records(out["tables"][0]) if r["model"] == "Mistral 7B"][0]
+    row = [r for r in records(out["tables"][0]) if r["model"] == "Mistral 7B v0.1"][0]  # the release the shape is
     assert row[f"{context:,} tokens × batch 1"] == "512 MiB" and row["sliding window"] == "4,096"
     sizes = dict(zip(numbers(out["figures"][0]["table"], "context (tokens)"),
                      numbers(out["figures"][0]["table"], "KV cache (bytes)")))
@@ -100,6 +100,25 @@ def test_published_llama3_8b_is_128_kib_per_token():
 def test_context_beyond_window_is_flagged():
     out = registry.run("cache_size", {"model": "GPT-2 small", "context": 4096}, "en")
     assert any("1,024" in n and "beyond" in n for n in out["notes"])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_mistral_is_named_v0_1_and_its_training_context_is_not_its_config_limit(lang):
+    """Issue 19: the shape is Mistral 7B v0.1's, whose config allows 32,768 positions but which was
+    trained on 8,192 (Jiang et al., Table 1): past 8,192 the note says so, and never calls 32,768
+    the context it was published with."""
+    s = MODEL_SHAPES["Mistral 7B"]
+    assert (s.display_name, s.max_seq_len, s.trained_context) == ("Mistral 7B v0.1", 32768, 8192)
+    options = {o["value"]: o["label"] for c in registry.describe("cache_size", lang)["controls"] if c["name"] == "model"
+               for o in c["options"]}
+    assert options["Mistral 7B"] == "Mistral 7B v0.1"
+    past = registry.run("cache_size", {"model": "Mistral 7B", "context": 16384}, lang)["notes"]
+    within = registry.run("cache_size", {"model": "Mistral 7B", "context": 8192}, lang)["notes"]
+    trained = [n for n in past if "8,192" in n and "32,768" in n]
+    assert len(trained) == 1 and ("trained on" in trained[0] if lang == "en" else "訓練時的上下文是 8,192" in trained[0])
+    assert not any("published with a context window" in n or "公開的上下文視窗" in n for n in past)
+    assert not any("32,768" in n for n in within)
+    assert all("Mistral 7B " not in n or "Mistral 7B v0.1" in n for n in past + within)
 
 
 @pytest.mark.parametrize("values", [
