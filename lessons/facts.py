@@ -7,6 +7,7 @@ shape changes every page at once. Keys are fixed (pages depend on them): add, ne
 from __future__ import annotations
 
 import functools
+import json
 
 from engine import load_course_model
 from engine.analysis import costs, serving
@@ -21,6 +22,10 @@ REAL_MODELS = {"llama3_8b": "Llama 3 8B", "llama3_70b": "Llama 3 70B", "llama2_7
 
 FP16_BYTES = 2
 NOT_LLAMA = {"gpt2"}  # shapes whose weight count a Llama-style formula would get wrong
+# Special tokens inside the published vocabulary sizes (plate 2 says which counts include them):
+# Llama 3's tokenizer has 128,000 BPE tokens and 256 reserved special ones (the config's 128,256);
+# GPT-2's 50,257 are 50,256 BPE tokens and <|endoftext|>.
+SPECIAL_TOKENS = {"llama3_8b": 256, "gpt2": 1}
 
 
 def _course_facts() -> dict[str, str]:
@@ -42,6 +47,7 @@ def _course_facts() -> dict[str, str]:
         "course.dtype": c.dtype,
         "course.kv_bytes_per_token": fmt_bytes(cache_per_token),
         "course.kv_bytes_full": fmt_bytes(cache_per_token * c.max_seq_len),
+        "course.special_tokens": fmt_int(len(json.loads(tok.to_json())["special"])),
     }
 
 
@@ -71,6 +77,13 @@ def _real_facts(prefix: str, name: str) -> dict[str, str]:
     }
     if prefix in NOT_LLAMA:  # engine.analysis.costs counts a Llama block; GPT-2's MLP and embeddings differ
         del out[f"{prefix}.params"], out[f"{prefix}.weights_size_fp16"]
+    if prefix in SPECIAL_TOKENS:
+        out[f"{prefix}.special_tokens"] = fmt_int(SPECIAL_TOKENS[prefix])
+    if s.n_kv_heads < s.n_heads:  # plate 6: each cached number serves a group of query heads
+        group = s.n_heads // s.n_kv_heads
+        out[f"{prefix}.gqa_group"] = fmt_int(group)
+        out[f"{prefix}.kv_flops_per_number"] = fmt_int(2 * group)  # one multiply-add per query head
+        out[f"{prefix}.kv_flop_per_byte"] = fmt_int(2 * group // FP16_BYTES)  # over its 2 bytes in fp16
     return out
 
 
@@ -159,6 +172,11 @@ def _serving_facts() -> dict[str, str]:
 
 SCHED_PROMPT = 2048  # plate 8's prefill/decode example: a prompt of 2K tokens
 SCHED_CHUNK = 512  # its chunked-prefill example: a 4K prompt in chunks of 512 tokens
+SCHED_CHUNK_PROMPT = 4096  # the prompt that arrives ...
+SCHED_CHUNK_ARRIVAL = 4  # ... at this step (4 answer tokens), while
+SCHED_RUNNING_PROMPT, SCHED_RUNNING_ANSWER = 512, 16  # a request of this prompt writes its answer
+# The hand-worked scheduling mix: answers long, short, long, short, at most SCHED_MIX_BATCH at once.
+SCHED_MIX_LONG, SCHED_MIX_SHORT, SCHED_MIX_REQUESTS, SCHED_MIX_BATCH, SCHED_MIX_PROMPT = 4, 1, 4, 2, 3
 
 
 def _scheduler_facts() -> dict[str, str]:
@@ -175,14 +193,19 @@ def _scheduler_facts() -> dict[str, str]:
            "sched.prompt": fmt_int(P), "sched.prefill": fmt_seconds(max(pre)), "sched.prefill_memory": fmt_seconds(pre[0]),
            "sched.prefill_compute": fmt_seconds(pre[1]), "sched.decode": fmt_seconds(max(dec)),
            "sched.decode_memory": fmt_seconds(dec[0]), "sched.decode_compute": fmt_seconds(dec[1])}
-    # the hand-worked mix: four requests of 3 prompt tokens, answers 4, 1, 4, 1, at most 2 at once
-    mix = [sch.Request(i, (0,) * 3, 0, a) for i, a in enumerate((4, 1, 4, 1))]
+    # the hand-worked mix: requests of a few prompt tokens, answers long, short, long, short
+    answers = [(SCHED_MIX_LONG, SCHED_MIX_SHORT)[i % 2] for i in range(SCHED_MIX_REQUESTS)]
+    mix = [sch.Request(i, (0,) * SCHED_MIX_PROMPT, 0, a) for i, a in enumerate(answers)]
     for name in ("static", "continuous"):
-        out[f"sched.example.{name}_steps"] = fmt_int(len(sch.run_paged_counts(mix, 64, 16, sch.Policy(name, max_batch=2)).steps))
-    # chunked prefill: R1 (512-token prompt, 16 tokens) is answering when a 4,096-token prompt arrives at step 4
-    reqs = [sch.Request(0, (0,) * 512, 0, 16), sch.Request(1, (0,) * 4096, 0, 4, None, 4)]
-    out["sched.chunk.budget"], out["sched.chunk.prompt"] = fmt_int(SCHED_CHUNK), fmt_int(4096)
-    out["sched.chunk.running_prompt"] = fmt_int(512)
+        policy = sch.Policy(name, max_batch=SCHED_MIX_BATCH)
+        out[f"sched.example.{name}_steps"] = fmt_int(len(sch.run_paged_counts(mix, 64, 16, policy).steps))
+    out.update({"sched.example.requests": fmt_int(SCHED_MIX_REQUESTS), "sched.example.long": fmt_int(SCHED_MIX_LONG),
+                "sched.example.short": fmt_int(SCHED_MIX_SHORT), "sched.example.max_batch": fmt_int(SCHED_MIX_BATCH)})
+    # chunked prefill: R1 is answering when a long prompt arrives
+    reqs = [sch.Request(0, (0,) * SCHED_RUNNING_PROMPT, 0, SCHED_RUNNING_ANSWER),
+            sch.Request(1, (0,) * SCHED_CHUNK_PROMPT, 0, 4, None, SCHED_CHUNK_ARRIVAL)]
+    out["sched.chunk.budget"], out["sched.chunk.prompt"] = fmt_int(SCHED_CHUNK), fmt_int(SCHED_CHUNK_PROMPT)
+    out["sched.chunk.running_prompt"] = fmt_int(SCHED_RUNNING_PROMPT)
     for key, chunk in (("whole", None), ("chunked", SCHED_CHUNK)):
         run = sch.run_paged_counts(reqs, 4096, 16, sch.Policy(chunk=chunk))
         t = sch.request_timings(run, reqs, sch.step_seconds(run, cfg, dev.bandwidth, dev.peak_flops, FP16_BYTES))
@@ -227,8 +250,10 @@ def _keep_facts() -> dict[str, str]:
     ids = list(kp.text_ids("en", KEEP_TOKENS))
     full = kp.full_run("en", KEEP_TOKENS)
     logits, attn = full.logits, full.attn
+    budget = next(c for c in kp.CONTROLS if c.name == "budget")  # the live demo's slider, for the page's tips
     out = {"keep.text_tokens": fmt_int(len(ids)), "keep.budget": fmt_int(KEEP_BUDGET), "keep.sinks": fmt_int(KEEP_SINKS),
-           "keep.h2o_recent": fmt_int(KEEP_BUDGET // 2)}
+           "keep.h2o_recent": fmt_int(KEEP_BUDGET // 2),  # keep_positions.policy_run's H2O rule: half the budget
+           "keep.budget_min": fmt_int(budget.min), "keep.budget_max": fmt_int(budget.max)}
     for p in kp.POLICIES:
         other = kp.policy_run(p, ids, KEEP_BUDGET, KEEP_SINKS, full)[0]
         kl = kp.kl_per_position(logits, other)[KEEP_BUDGET:]

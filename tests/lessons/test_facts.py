@@ -125,3 +125,34 @@ def test_plate_7_keep_facts_from_the_model_run_here(course):
         same = np.mean(other[B:].argmax(-1) == full[B:].argmax(-1))
         assert float(f[f"keep.{p}.mean_kl"]) == pytest.approx(kl, rel=5e-3), p
         assert float(f[f"keep.{p}.same_top1"].rstrip("%")) / 100 == pytest.approx(same, abs=1e-3), p
+
+
+def test_plate_2_special_token_counts_are_facts(course):
+    """Plate 2 typed "one / 256 / one" special tokens (issue 19): the course model's come from its
+    tokenizer, Llama 3's and GPT-2's from their published vocabularies (128,000 + 256 reserved;
+    50,256 + <|endoftext|>)."""
+    import json
+
+    _model, tok = course
+    f = facts("en")
+    assert f["course.special_tokens"] == str(len(json.loads(tok.to_json())["special"])) == "1"
+    assert (f["llama3_8b.special_tokens"], f["gpt2.special_tokens"]) == ("256", "1")
+    assert f["llama3_8b.vocab_size"] == "128,256" and f["gpt2.vocab_size"] == "50,257"
+
+
+def test_plate_6_cache_intensity_is_computed_from_the_shape():
+    """Plate 6 typed "four query heads per cached number, 8 FLOPs, 4 FLOP per byte" (issue 19)."""
+    s, f = MODEL_SHAPES["Llama 3 8B"], facts("en")
+    group = s.n_heads // s.n_kv_heads
+    assert (f["llama3_8b.gqa_group"], f["llama3_8b.kv_flops_per_number"], f["llama3_8b.kv_flop_per_byte"]) == \
+        (str(group), str(2 * group), str(group)) == ("4", "8", "4")
+    assert "llama2_7b.gqa_group" not in f  # one KV head per query head: no group to speak of
+
+
+def test_plate_7_budget_tip_is_the_demos_slider():
+    """Plate 7 told readers to lower the budget to 16 and raise it to 64; the slider goes 24 to 56."""
+    from lessons.keep_positions import CONTROLS
+
+    budget = next(c for c in CONTROLS if c.name == "budget")
+    f = facts("en")
+    assert (f["keep.budget_min"], f["keep.budget_max"]) == (str(budget.min), str(budget.max)) == ("24", "56")

@@ -35,3 +35,23 @@ def test_prefill_is_compute_bound_and_chunks_shorten_the_wait(f):
     assert f["sched.prefill"] == f["sched.prefill_compute"] and ms["sched.prefill_memory"] < ms["sched.prefill_compute"]
     assert ms["sched.chunk.chunked_gap"] < ms["sched.chunk.whole_gap"]
     assert ms["sched.chunk.chunked_ttft"] >= ms["sched.chunk.whole_ttft"]
+
+
+def test_the_mix_is_written_from_the_constants_that_run_it(f):
+    """Plate 8 typed the mix ("4, 1, 4 and 1 ... at most two", issue 19); the facts are the
+    constants the steps above were counted with, and changing one changes the count."""
+    from engine.analysis import scheduler as sch
+    from lessons import facts as fx
+
+    assert (f["sched.example.requests"], f["sched.example.long"], f["sched.example.short"],
+            f["sched.example.max_batch"]) == ("4", "4", "1", "2")
+    answers = [(fx.SCHED_MIX_LONG, fx.SCHED_MIX_SHORT)[i % 2] for i in range(fx.SCHED_MIX_REQUESTS)]
+    mix = [sch.Request(i, (0,) * fx.SCHED_MIX_PROMPT, 0, a) for i, a in enumerate(answers)]
+    wider = sch.run_paged_counts(mix, 64, 16, sch.Policy("static", max_batch=fx.SCHED_MIX_BATCH + 2)).steps
+    assert len(wider) != int(f["sched.example.static_steps"])
+
+
+def test_the_chunked_example_states_its_own_prompts(f):
+    from lessons import facts as fx
+
+    assert f["sched.chunk.prompt"] == f"{fx.SCHED_CHUNK_PROMPT:,}" and f["sched.chunk.running_prompt"] == str(fx.SCHED_RUNNING_PROMPT)
