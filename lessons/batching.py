@@ -29,7 +29,7 @@ BATCHING = {
 CONTROLS = (
     select("batching", {"en": "Batching", "zh-TW": "批次處理方式"}, "continuous", list(BATCHING.items())),
     checkbox("chunked", {"en": "Chunked prefill", "zh-TW": "分段預填"}, False),
-    slider("chunk", {"en": "Tokens per step (chunk budget)", "zh-TW": "每步詞元數上限（分段大小）"}, 512, 64, 4096, 64,
+    slider("chunk", {"en": "Tokens per step (chunk budget)", "zh-TW": "每步詞元數上限（分段預填的額度）"}, 512, 64, 4096, 64,
            help={"en": "With chunked prefill on, no server step processes more tokens than this.",
                  "zh-TW": "開啟分段預填時，每個伺服器步驟處理的詞元數不超過這個值。"}),
     slider("max_batch", {"en": "Most requests at once", "zh-TW": "同時執行的請求數上限"}, 4, 1, 8, 1),
@@ -129,7 +129,7 @@ def _figure_timeline(run, seconds, n: int, lang: str) -> dict:
     data += [{"type": "scatter", "mode": "markers", "x": [None], "y": [None], "name": nm, "hoverinfo": "skip",
               "marker": {"symbol": "square", "size": 12, "color": color}} for nm, (_l, color) in zip(names, STATES)]
     title = t({"en": "Timeline: what each request does at each server step (blank: not arrived yet, or done)",
-               "zh-TW": "時間軸：每個請求在每個伺服器步驟做什麼（空白：還沒抵達，或已經完成）"}, lang)
+               "zh-TW": "時間軸：每個請求在每個伺服器步驟做什麼（空白表示還沒抵達或已經完成）"}, lang)
     lay = layout(t({"en": "server step", "zh-TW": "伺服器步驟"}, lang), t(REQUEST, lang), yaxis={"autorange": "reversed"})
     cols = [t(L.STEP, lang), t({"en": "step time (ms)", "zh-TW": "這一步的時間（毫秒）"}, lang),
             t({"en": "prefill tokens", "zh-TW": "預填的詞元數"}, lang), t({"en": "decode tokens", "zh-TW": "解碼的詞元數"}, lang),
@@ -225,9 +225,9 @@ def _note_costs(requests: list[Request], lang: str) -> str:
                      f"the arithmetic {fmt_seconds(dec[1])}. Prefilling those {fmt_int(P)} tokens in one step takes {p}, "
                      f"set by arithmetic ({fmt_seconds(pre[1])}; the bytes {fmt_seconds(pre[0])})."),
               "zh-TW": (f"每一步的時間，照 fp16 的 {SHAPE} 在 {name} 上估算：取「位元組 ÷ 記憶體頻寬」和「浮點運算次數 ÷ "
-                        f"峰值」兩者中較大的（兩者都由 engine.analysis.costs 計算）。在 {fmt_int(P)} 個詞元的提示詞之後解碼一步要 {d}，"
-                        f"由記憶體決定：搬位元組要 {fmt_seconds(dec[0])}，運算只要 {fmt_seconds(dec[1])}。把這 {fmt_int(P)} "
-                        f"個詞元一步預填完要 {p}，由運算決定（運算 {fmt_seconds(pre[1])}，搬位元組 {fmt_seconds(pre[0])}）。")},
+                        f"峰值運算能力」兩者中較大的（兩者都由 engine.analysis.costs 計算）。在 {fmt_int(P)} 個詞元的提示詞之後解碼一步要 {d}，"
+                        f"由記憶體頻寬決定：搬位元組要 {fmt_seconds(dec[0])}，運算只要 {fmt_seconds(dec[1])}。把這 {fmt_int(P)} "
+                        f"個詞元一步預填完要 {p}，由運算能力決定（運算 {fmt_seconds(pre[1])}，搬位元組 {fmt_seconds(pre[0])}）。")},
              lang)
 
 

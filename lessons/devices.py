@@ -46,7 +46,7 @@ DEVICES: dict[str, Device] = {
                    "assumed ~100 GB/s and ~1 TFLOP/s (fp32 SIMD FMA on all cores, the arithmetic after the weights "
                    "are unpacked). Laptops run models with 4- or 8-bit weights: here llama.cpp's Q4_0 format, 32 "
                    "4-bit weights plus one fp16 scale, 4.5 bits per weight."),
-            "zh-TW": ("代表性的假設數值，不是哪一款特定產品。假設是近年 8–12 核心、搭配 LPDDR5/5X 記憶體的筆電 CPU，"
+            "zh-TW": ("代表性的假設數值，不是哪一款特定產品。假設是近年 8 到 12 核心、搭配 LPDDR5/5X 記憶體的筆電 CPU，"
                       "頻寬約 100 GB/s、運算能力約 1 TFLOP/s（所有核心的 fp32 SIMD FMA，也就是權重解開之後的運算）。"
                       "筆電跑模型用的是 4 或 8 位元的權重，這裡採用 llama.cpp 的 Q4_0 格式，每 32 個 4 位元權重"
                       "配一個 fp16 縮放係數，平均每個權重 4.5 位元。"),
@@ -62,8 +62,8 @@ DEVICES: dict[str, Device] = {
         source={
             "en": ("NVIDIA H100 Tensor Core GPU datasheet, SXM5: 3.35 TB/s HBM3, "
                    "989 TFLOP/s BF16 dense (1,979 with sparsity)."),
-            "zh-TW": ("NVIDIA H100 Tensor Core GPU 規格表（SXM5）：3.35 TB/s HBM3、"
-                      "BF16 密集運算 989 TFLOP/s（稀疏為 1,979）。"),
+            "zh-TW": ("NVIDIA H100 Tensor Core GPU 規格表（SXM5）列出 3.35 TB/s 的 HBM3，"
+                      "以及 BF16 密集運算 989 TFLOP/s（稀疏為 1,979）。"),
         },
     ),
     "h200_sxm": Device(
@@ -76,8 +76,8 @@ DEVICES: dict[str, Device] = {
         source={
             "en": ("NVIDIA H200 Tensor Core GPU datasheet, SXM: 141 GB HBM3e at 4.8 TB/s, "
                    "989 TFLOP/s BF16 dense (1,979 with sparsity)."),
-            "zh-TW": ("NVIDIA H200 Tensor Core GPU 規格表（SXM）：141 GB HBM3e、4.8 TB/s、"
-                      "BF16 密集運算 989 TFLOP/s（稀疏為 1,979）。"),
+            "zh-TW": ("NVIDIA H200 Tensor Core GPU 規格表（SXM）列出 141 GB 的 HBM3e、頻寬 4.8 TB/s，"
+                      "以及 BF16 密集運算 989 TFLOP/s（稀疏為 1,979）。"),
         },
     ),
 }

@@ -17,7 +17,7 @@ from lessons.devices import DEVICES
 from lessons.figures import COLORS, figure, floats, fmt_num, fmt_percent, fmt_seconds, layout, show_piece, t
 from lessons.prompts import encode_prompt, prompt_control
 
-TITLE = {"en": "Speculative decoding: draft, verify, roll back", "zh-TW": "推測解碼：草稿、驗證、退回"}
+TITLE = {"en": "Speculative decoding: draft, verify, roll back", "zh-TW": "推測解碼：草稿、驗證、倒回"}
 
 DEVICE = "h200_sxm"  # the device of the time estimate (lessons/devices.py: published peaks)
 DRAFTERS = {
@@ -42,7 +42,7 @@ STATUS = {  # (label, colour) of each kind of token in a round
     "own": ({"en": "the model's own token", "zh-TW": "模型自己的詞元"}, COLORS["blue"]),
     "rejected": ({"en": "rejected guesses", "zh-TW": "被拒絕的猜測"}, COLORS["vermillion"]),
 }
-ROUND = {"en": "pass", "zh-TW": "驗證"}
+ROUND = {"en": "pass", "zh-TW": "執行"}  # a pass of the model is 一次執行 on the page too
 
 
 def _round(i: int, lang: str) -> str:
@@ -83,7 +83,7 @@ def _figure_rounds(tok, run, lang) -> dict:
              "marker": {"color": color}, "hovertemplate": f"%{{customdata}}<extra>{t(lbl, lang)}</extra>"}
             for key, (lbl, color) in STATUS.items()]
     title = t({"en": "Each pass of the model: guesses kept, its own token, guesses thrown away",
-               "zh-TW": "模型每次驗證：留下的猜測、它自己的詞元、丟掉的猜測"}, lang)
+               "zh-TW": "模型每次執行：留下的猜測、它自己的詞元、丟掉的猜測"}, lang)
     lay = layout(t(L.TOKENS, lang), "", barmode="stack", yaxis={"autorange": "reversed", "type": "category"},
                  legend={"traceorder": "normal"},
                  height=max(260, 60 + 24 * len(rounds)))
@@ -108,16 +108,16 @@ def _figure_cache(run, lang) -> dict:
     cut = [(i, r.cache_after) for i, r in enumerate(run.rounds, start=1) if r.rolled_back]
     data = [{"type": "scatter", "mode": "lines", "line": {"color": COLORS["blue"]},
              "name": t(L.KV_CACHE, lang), "x": floats(x), "y": y, "hovertemplate": "%{y}<extra></extra>"},
-            {"type": "scatter", "mode": "markers", "name": t({"en": "rolled back (truncate)", "zh-TW": "退回（截斷）"}, lang),
+            {"type": "scatter", "mode": "markers", "name": t({"en": "rolled back (truncate)", "zh-TW": "倒回（截斷）"}, lang),
              "x": [c[0] for c in cut], "y": [c[1] for c in cut], "marker": {"color": COLORS["vermillion"], "size": 9},
              "hovertemplate": "%{y}<extra></extra>"}]
-    title = t({"en": "The KV cache: up by every fed token, back to the kept text", "zh-TW": "KV 快取：每次驗證先寫進全部，再退回留下的文字"}, lang)
+    title = t({"en": "The KV cache: up by every fed token, back to the kept text", "zh-TW": "KV 快取：每次執行先全部寫進去，再倒回留下的文字"}, lang)
     axis = {"tickmode": "array", "tickvals": list(range(len(run.rounds) + 1)),
             "ticktext": [t(L.PREFILL, lang)] + [str(i) for i in range(1, len(run.rounds) + 1)]}
-    lay = layout(t({"en": "pass of the model (0 = prefill)", "zh-TW": "模型的驗證次數（0 = 預填）"}, lang),
+    lay = layout(t({"en": "pass of the model (0 = prefill)", "zh-TW": "模型的第幾次執行（0 = 預填）"}, lang),
                  t({"en": "tokens in the cache", "zh-TW": "快取中的詞元數"}, lang), xaxis=axis)
-    cols = [t(ROUND, lang), t({"en": "cache before", "zh-TW": "驗證前"}, lang),
-            t({"en": "after the pass", "zh-TW": "驗證後"}, lang), t({"en": "truncated to", "zh-TW": "截斷到"}, lang)]
+    cols = [t(ROUND, lang), t({"en": "cache before", "zh-TW": "執行前"}, lang),
+            t({"en": "after the pass", "zh-TW": "執行後"}, lang), t({"en": "truncated to", "zh-TW": "截斷到"}, lang)]
     rows = [[_round(i, lang), r.cache_before, r.cache_peak, r.cache_after if r.rolled_back else "—"]
             for i, r in enumerate(run.rounds, start=1)]
     return figure("cache", title, data, lay, cols, rows)
@@ -125,7 +125,7 @@ def _figure_cache(run, lang) -> dict:
 
 def _figure_time(run, est, lang) -> dict:
     greedy, spec = t({"en": "greedy", "zh-TW": "貪婪解碼"}, lang), t(L.SPECULATIVE, lang)
-    verify = t({"en": "model passes", "zh-TW": "模型的驗證"}, lang)
+    verify = t({"en": "model passes", "zh-TW": "模型執行"}, lang)
     draft = t({"en": "draft", "zh-TW": "草稿"}, lang)
     data = [{"type": "bar", "name": verify, "x": [greedy, spec], "y": floats([est.greedy_s * 1e6, est.verify_s * 1e6]),
              "marker": {"color": COLORS["blue"]}, "hovertemplate": "%{y:.3g} µs<extra></extra>"},
@@ -137,7 +137,7 @@ def _figure_time(run, est, lang) -> dict:
     lay = layout("", t({"en": "microseconds", "zh-TW": "微秒"}, lang), barmode="stack", legend={"traceorder": "normal"})
     n_greedy = len(run.generated) - 1
     cols = [t({"en": "decoding", "zh-TW": "解碼方式"}, lang), t({"en": "passes of the model", "zh-TW": "模型執行次數"}, lang),
-            t({"en": "tokens per pass", "zh-TW": "每次產生的詞元數"}, lang), t({"en": "time", "zh-TW": "時間"}, lang)]
+            t({"en": "tokens per pass", "zh-TW": "每次執行寫下的詞元數"}, lang), t({"en": "time", "zh-TW": "時間"}, lang)]
     rows = [[greedy, n_greedy, 1.0 if n_greedy else 0.0, fmt_seconds(est.greedy_s)],
             [spec, run.passes, run.tokens_per_pass, fmt_seconds(est.speculative_s)]]
     return figure("time", title, data, lay, cols, rows)
@@ -150,10 +150,10 @@ def _draft_note(model, drafter, context: int, lang) -> list[str]:
     share = fmt_percent(pass_bytes(drafter.draft.config, context, 1) / pass_bytes(model.config, context, 1))
     n, total = drafter.draft.config.n_layers, model.config.n_layers
     return [t({"en": f"One step of the draft model ({n} of {total} layers) moves {share} of the bytes of a step of the "
-                     "model: the embeddings and the output head come with it. A draft pays off when it is much "
-                     "cheaper than the model and still guesses well.",
-               "zh-TW": f"草稿模型（{total} 層中的 {n} 層）走一步，搬動的位元組是模型走一步的 {share}：嵌入向量表和輸出層"
-                        "也跟著一起讀。草稿模型要比模型便宜得多、又猜得準，才划算。"}, lang)]
+                     "model: like the model, it looks up one embedding row and reads the whole output head. A draft "
+                     "pays off when it is much cheaper than the model and still guesses well.",
+               "zh-TW": f"草稿模型（{total} 層中的 {n} 層）走一步，搬動的位元組是模型走一步的 {share}：它和模型一樣，要查一次"
+                        "嵌入向量，還要把整個輸出層讀一遍。草稿模型要比模型便宜得多、又猜得準，才划算。"}, lang)]
 
 
 def _notes(tok, run, same, est, drafter, lang) -> list[str]:
@@ -164,10 +164,10 @@ def _notes(tok, run, same, est, drafter, lang) -> list[str]:
     n_draft = sum(len(r.drafted) for r in run.rounds)
     rate = fmt_percent(n_acc / n_draft) if n_draft else "—"
     per = fmt_num(run.tokens_per_pass)
-    out = [{"en": f"Generated: “{text}”: {agree['en']}.", "zh-TW": f"產生的文字：「{text}」：{agree['zh-TW']}。"},
+    out = [{"en": f"Generated “{text}”: {agree['en']}.", "zh-TW": f"產生的文字是「{text}」，{agree['zh-TW']}。"},
            {"en": f"{run.passes} passes of the model wrote {len(run.generated) - 1} tokens after the prefill: {per} tokens "
                   f"per pass (greedy decoding: 1). {n_acc} of {n_draft} guesses accepted ({rate}).",
-            "zh-TW": f"預填之後，模型驗證 {run.passes} 次，寫出 {len(run.generated) - 1} 個詞元：每次 {per} 個"
+            "zh-TW": f"預填之後，模型執行 {run.passes} 次，寫出 {len(run.generated) - 1} 個詞元，平均每次 {per} 個"
                      f"（貪婪解碼是 1 個）。{n_draft} 個猜測中有 {n_acc} 個被接受（{rate}）。"}]
     saved = fmt_percent(abs(est.saved))
     out.append({"en": f"Estimated time {'saved' if est.saved >= 0 else 'lost'}: {saved} ({fmt_seconds(est.speculative_s)} "
@@ -175,9 +175,9 @@ def _notes(tok, run, same, est, drafter, lang) -> list[str]:
                       "FLOPs and bytes (weights read once per pass, so a pass over K + 1 tokens costs about one decode step)"
                       + ("; the draft model's passes are counted the same way." if drafter != "ngram" else
                          "; n-gram lookup costs nothing on the GPU."),
-                "zh-TW": f"估計{'省下' if est.saved >= 0 else '多花'}的時間：{saved}（{fmt_seconds(est.speculative_s)}，"
-                         f"而不是 {fmt_seconds(est.greedy_s)}）。假設：每次執行的時間，取 Roofline 模型依它的浮點運算次數和位元組數"
-                         "算出的值（權重每次只讀一遍，所以一次驗證 K + 1 個詞元，成本和一步解碼差不多）"
+                "zh-TW": f"估計{'省下' if est.saved >= 0 else '多花'}的時間：{saved}（{fmt_seconds(est.speculative_s)}；"
+                         f"貪婪解碼要 {fmt_seconds(est.greedy_s)}）。假設：每次執行的時間，取 Roofline 模型依它的浮點運算次數和位元組數"
+                         "算出的值（權重每次只讀一遍，所以一次執行處理 K + 1 個詞元，成本和一步解碼差不多）"
                          + ("；草稿模型的每次執行也這樣算。" if drafter != "ngram" else "；n-gram 搜尋不用 GPU，成本算作零。")})
     return [t(n, lang) for n in out]
 

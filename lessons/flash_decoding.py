@@ -23,7 +23,7 @@ _CFG = load_course_model()[0].config
 
 CONTROLS = (
     prompt_control({"en": "The cat sat on the mat. The dog ran to the park. The teacher wants to go to the library.",
-                    "zh-TW": "小貓坐在墊子上。小狗跑到公園。我們今天天氣真好，天空很藍。"}),
+                    "zh-TW": "小貓坐在墊子上。小狗跑到公園。今天天氣真好，天空很藍。"}),
     slider("chunk", {"en": "Chunk size P (positions)", "zh-TW": "每段的位置數 P"}, 8, 2, 64, 1,
            help={"en": "Positions of the cache each chunk reads; on a GPU each chunk of each KV head is one thread block.",
                  "zh-TW": "每一段讀幾個快取位置；在 GPU 上，每個 KV head 的每一段由一個執行緒區塊負責。"}),
@@ -74,7 +74,7 @@ def _figure_scores(scores, mx, split, head, lang) -> dict:
                      "line": {"color": color, "width": 3}, "showlegend": False,
                      "hovertemplate": t({"en": "chunk max", "zh-TW": "這一段的最大值"}, lang) + " %{y:.3g}<extra></extra>"})
     title = t({"en": f"Head {head}: scores of the newest token, chunk by chunk (line: each chunk's max)",
-               "zh-TW": f"第 {head} 個 head：最新詞元的分數，一段一段看（橫線：每一段的最大值）"}, lang)
+               "zh-TW": f"第 {head} 個 head：最新詞元的分數，一段一段看（橫線是每一段的最大值）"}, lang)
     lay = layout(t(L.POSITION, lang), t({"en": "score q·k/√d", "zh-TW": "分數 q·k/√d"}, lang))
     cols = [t(L.POSITION, lang), t({"en": "chunk", "zh-TW": "段"}, lang), t({"en": "score", "zh-TW": "分數"}, lang)]
     rows = [[p, p // split + 1, float(scores[p])] for p in range(S)]
@@ -94,7 +94,7 @@ def _figure_chunks(mx, sm, split, S, head, lang) -> dict:
     lay = layout(t({"en": "chunk (positions)", "zh-TW": "段（位置）"}, lang), label, xaxis={"type": "category"})
     cols = [t({"en": "chunk (positions)", "zh-TW": "段（位置）"}, lang), t({"en": "max score m", "zh-TW": "最大分數 m"}, lang),
             t({"en": "sum of exp(s − m)", "zh-TW": "exp(s − m) 的總和"}, lang),
-            t({"en": "rescale exp(m − M)", "zh-TW": "縮放 exp(m − M)"}, lang), label]
+            t({"en": "rescale exp(m − M)", "zh-TW": "重新縮放倍數 exp(m − M)"}, lang), label]
     rows = [[names[i], float(mx[i]), float(sm[i]), float(w[i]), fmt_percent(share[i])] for i in range(len(names))]
     return figure("chunks", title, data, lay, cols, rows)
 
@@ -106,9 +106,9 @@ def _notes(model, S, split, merged, one_pass, lang) -> list[str]:
     blocks = c.n_kv_heads * C
     return [t(n, lang) for n in (
         {"en": f"The cache holds {S} positions: {C} chunks of up to {split}. A GPU kernel gives each KV head's chunk its own "
-               f"thread block: {c.n_kv_heads} KV heads × {C} chunks = {blocks} blocks working at once, even for one sequence.",
+               f"thread block: {c.n_kv_heads} KV heads × {C} chunks = {blocks} thread blocks working at once, even for one sequence.",
          "zh-TW": f"快取裡有 {S} 個位置：切成 {C} 段，每段最多 {split} 個。GPU kernel 讓每個 KV head 的每一段各用一個執行緒區塊："
-                  f"{c.n_kv_heads} 個 KV head × {C} 段 = {blocks} 個區塊同時工作，就算只有一個序列也一樣。"},
+                  f"{c.n_kv_heads} 個 KV head × {C} 段 = {blocks} 個執行緒區塊同時工作，就算只有一個序列也一樣。"},
         {"en": f"Merged output vs the model's one-pass softmax, all {c.n_heads} heads × {c.head_dim} numbers: "
                f"largest difference {diff} (float32 rounding). Splitting changes the order of the sums, not the result.",
          "zh-TW": f"合併的結果和模型一次算完的 softmax 相比（全部 {c.n_heads} 個 head × {c.head_dim} 個數字）："

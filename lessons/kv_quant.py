@@ -90,7 +90,7 @@ def _figure_bytes(float_cache, qcache, lang):
     """Stacked bars: what each cache's bytes are made of, at the same length."""
     parts = qcache.bytes_parts
     names = {"codes": {"en": "codes", "zh-TW": "量化碼"} if qcache.bits < 16 else {"en": "float16 numbers", "zh-TW": "float16 數字"},
-             "scales": {"en": "scales + zero points", "zh-TW": "縮放係數＋零點"},
+             "scales": {"en": "scales + zero points", "zh-TW": "縮放係數 + 零點"},
              "tail": {"en": "full-precision newest tokens", "zh-TW": "全精度的最新詞元"}}
     fp = t({"en": f"{float_cache.config.dtype} numbers", "zh-TW": f"{float_cache.config.dtype} 數字"}, lang)
     x = [t(FLOAT, lang), t(QUANT, lang)]

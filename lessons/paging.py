@@ -4,7 +4,9 @@ engine's paged cache, and the paged cache with a shared prefix -- with the cours
 computing every token once (the other paged run stores the same entries through its own
 pool). The figures show which request holds each block, step by step, how much of the memory
 held entries, and how many requests ran at once. Beside it, the same mix for Llama 3 8B on an
-80 GB and a 141 GB GPU (the memory each reports), from the formula (engine.analysis.serving).
+80 GB and a 141 GB GPU (sold as such; counted in what each device reports, engine.analysis.serving's
+usable bytes), from the formula (engine.analysis.serving). Each language has its own prompts
+(SYSTEM_TEXT, QUESTIONS) so that the answers the requests table shows are in the reader's language.
 """
 from __future__ import annotations
 
@@ -51,14 +53,14 @@ CONTROLS = (
 )
 
 SCHEME_NAMES = {
-    "contiguous": {"en": "(a) contiguous, max length reserved", "zh-TW": "(a) 連續配置，預留最大長度"},
-    "paged": {"en": "(b) paging", "zh-TW": "(b) 分頁"},
-    "shared": {"en": "(c) paging + prefix sharing", "zh-TW": "(c) 分頁 + 字首共享"},
+    "contiguous": {"en": "(a) contiguous, max length reserved", "zh-TW": "（a）連續配置，預留最大長度"},
+    "paged": {"en": "(b) paging", "zh-TW": "（b）分頁"},
+    "shared": {"en": "(c) paging + prefix sharing", "zh-TW": "（c）分頁 + 字首共享"},
 }
 SHORT_NAMES = {  # bar labels that fit a phone
-    "contiguous": {"en": "(a) contiguous", "zh-TW": "(a) 連續配置"},
-    "paged": {"en": "(b) paging", "zh-TW": "(b) 分頁"},
-    "shared": {"en": "(c) paging + sharing", "zh-TW": "(c) 分頁 + 共享"},
+    "contiguous": {"en": "(a) contiguous", "zh-TW": "（a）連續配置"},
+    "paged": {"en": "(b) paging", "zh-TW": "（b）分頁"},
+    "shared": {"en": "(c) paging + sharing", "zh-TW": "（c）分頁 + 共享"},
 }
 SCHEME_COLORS = {"contiguous": COLORS["vermillion"], "paged": COLORS["blue"], "shared": COLORS["green"]}
 REQUEST_COLORS = [COLORS[k] for k in ("blue", "orange", "green", "vermillion", "sky", "purple", "yellow")] + ["#999933"]
@@ -71,11 +73,18 @@ REQUEST = {"en": "request", "zh-TW": "請求"}
 AT_ONCE = {"en": "requests at once (most)", "zh-TW": "同時執行的請求數（最多）"}
 HOLDS = {"en": "holds entries", "zh-TW": "存有內容"}
 
-SYSTEM_TEXT = ("You are a patient librarian. Answer every reader in short, plain sentences, and say so "
-               "when you do not know. Keep to the books on the shelf.")
-QUESTIONS = ("Where do the cats sleep at night?", "What does a key open?", "Why is the sky blue today?",
-             "Which book should I read first?", "How far is the sea from here?", "Who wrote the old song?",
-             "When does the library close?", "What is the queen eating?")
+# The prompts, per language: a prompt of P tokens is the first P tokens of this text (repeated as needed).
+# The zh-TW texts use only characters the course tokenizer holds as single tokens, so a prompt cut at
+# any length ends on a whole character; each request starts differently, so the answers differ.
+SYSTEM_TEXT = {"en": ("You are a patient librarian. Answer every reader in short, plain sentences, and say so "
+                      "when you do not know. Keep to the books on the shelf."),
+               "zh-TW": "你是圖書館的老師，很愛看書。請用好讀的話給來館裡的人回話。"}
+QUESTIONS = {"en": ("Where do the cats sleep at night?", "What does a key open?", "Why is the sky blue today?",
+                    "Which book should I read first?", "How far is the sea from here?", "Who wrote the old song?",
+                    "When does the library close?", "What is the queen eating?"),
+             "zh-TW": ("今天下雨，我想在館裡讀書。", "請給我有國王和公主的圖畫書。", "我的朋友想看海邊的照片。",
+                       "媽媽想看種花的書。", "貓喜歡坐在窗戶邊看書。", "哥哥想學寫程式。", "我想喝奶茶，館外有飲料店。",
+                       "星期六早上，館裡有故事課。")}
 ANSWER_SEED = 8
 ANSWER_SHOWN = 6  # tokens of each answer the requests table shows (the default longest answer)
 REAL_SHAPE = "Llama 3 8B"
@@ -106,16 +115,18 @@ def _tokens(tok, text: str, n: int) -> tuple[int, ...]:
     return tuple((ids * (n // len(ids) + 1))[:n])
 
 
-def build_requests(tok, values: dict) -> list[Request]:
-    """The reader's mix as Requests; answer lengths drawn from a fixed seed."""
+def build_requests(tok, values: dict, lang: str = "en") -> list[Request]:
+    """The reader's mix as Requests, prompts in ``lang``; answer lengths drawn from a fixed seed (the
+    same in both languages, so the servers' schedules are too)."""
     n, P, A = values["requests"], values["prompt"], values["answer"]
+    system, questions = SYSTEM_TEXT[lang], QUESTIONS[lang]
     lengths = np.random.default_rng(ANSWER_SEED).integers(max(1, A // 4), A + 1, size=n)
     mix = values["mix"]
     shared = {"system": max(1, 3 * P // 4), "parallel": P, "distinct": 0}[mix]  # P >= 2: one own token left
-    prefix = _tokens(tok, SYSTEM_TEXT if mix == "system" else QUESTIONS[0], shared) if shared else ()
+    prefix = _tokens(tok, system if mix == "system" else questions[0], shared) if shared else ()
     out = []
     for i in range(n):
-        own = () if mix == "parallel" else _tokens(tok, QUESTIONS[i % len(QUESTIONS)], P - shared)
+        own = () if mix == "parallel" else _tokens(tok, questions[i % len(questions)], P - shared)
         out.append(Request(i, prefix + own, shared, int(lengths[i]), A))
     return out
 
@@ -135,10 +146,10 @@ def _check_pool(values: dict, requests: list[Request]) -> int:
     return n_blocks
 
 
-def simulate(values: dict) -> tuple[list[Request], dict]:
-    """Requests and the three runs (contiguous, paged, shared) in the same memory."""
+def simulate(values: dict, lang: str = "en") -> tuple[list[Request], dict]:
+    """Requests (prompts in ``lang``) and the three runs (contiguous, paged, shared) in the same memory."""
     model, tok = load_course_model()
-    requests = build_requests(tok, values)
+    requests = build_requests(tok, values, lang)
     n_blocks = _check_pool(values, requests)
     B = values["block"]
     if requests[0].shared:  # the model runs in the sharing server; the plain one replays its entries
@@ -346,7 +357,7 @@ def _table_requests(requests: list[Request], runs: dict, lang: str) -> dict:
     cols = ([t(REQUEST, lang), t({"en": "prompt (shared)", "zh-TW": "提示詞（共享）"}, lang),
              t({"en": "answer tokens", "zh-TW": "回答詞元數"}, lang)]
             + [_of(t(SHORT_NAMES[n], lang), t({"en": "steps", "zh-TW": "步驟"}, lang), lang) for n in runs]
-            + [t({"en": "answer (course model, run c)", "zh-TW": "回答（課程模型，(c) 那一輪）"}, lang)])
+            + [t({"en": "answer (course model, run c)", "zh-TW": "課程模型在（c）寫出的回答"}, lang)])
     rows = [[_r(r.index), f"{len(r.prompt)} ({r.shared})", r.answer] + [span(run, r.index) for run in runs.values()]
             + [_answer_text(tok, runs["shared"].answers[r.index])] for r in requests]
     title = t({"en": "The requests, and the steps each server ran them", "zh-TW": "各個請求，以及三種伺服器在哪幾步執行它"}, lang)
@@ -397,20 +408,20 @@ def _note_summary(requests, runs, lang):
                      f"{len(b.steps)} / {len(c.steps)} server steps. Each token the requests held cost {pt[0]} / {pt[1]} / "
                      f"{pt[2]} slots of reserved memory." + start),
               "zh-TW": (f"三種伺服器拿到一樣多的記憶體：{fmt_bytes(mem)}，可存 {fmt_int(mem // slot)} 個詞元。"
-                        f"同時執行的請求最多是 {a.max_running} / {b.max_running} / {c.max_running} 個（連續配置／分頁／"
-                        f"分頁 + 字首共享），{len(requests)} 個請求分別在第 {len(a.steps) or '—'} / {len(b.steps)} / "
-                        f"{len(c.steps)} 步全部服務完。請求每持有一個詞元，分別要佔用 {pt[0]} / {pt[1]} / {pt[2]} 格預留的記憶體。"
+                        f"同時執行的請求最多是 {a.max_running}／{b.max_running}／{c.max_running} 個（連續配置／分頁／"
+                        f"分頁 + 字首共享），{len(requests)} 個請求分別在第 {len(a.steps) or '—'}／{len(b.steps)}／"
+                        f"{len(c.steps)} 步全部服務完。請求每持有一個詞元，分別要佔用 {pt[0]}／{pt[1]}／{pt[2]} 格預留的記憶體。"
                         + start)}, lang)
 
 
 def _note_model(b, c, lang):
     """Where the course model ran, and what a preempted request went through."""
     model = b if c is b or not c.forwards else c  # the run in which the model ran (engine/analysis/scheduler.py)
-    where = "(c)" if model is c and c is not b else "(b)"
+    where = "c" if model is c and c is not b else "b"
     written = sum(len(a) for a in model.answers.values())
-    return t({"en": (f" The course model ran {model.forwards} forward passes in {where}, writing all {written} answer "
+    return t({"en": (f" The course model ran {model.forwards} forward passes in ({where}), writing all {written} answer "
                      f"tokens; a preempted request gave its blocks back, waited, and had its cache rebuilt."),
-              "zh-TW": (f"課程模型在 {where} 實際跑了 {model.forwards} 次前向計算，寫出全部 {written} 個回答詞元；"
+              "zh-TW": (f"課程模型在（{where}）實際跑了 {model.forwards} 次前向計算，寫出全部 {written} 個回答詞元；"
                         f"被搶佔的請求交回區塊、重新排隊，之後再重建自己的快取。")}, lang)
 
 
@@ -419,14 +430,14 @@ def _note_sharing(requests, runs, lang):
     ran = _note_model(b, c, lang)
     if c is b:
         return t({"en": f"These prompts have nothing in common, so (c) is (b). Preemptions: {b.preemptions}.",
-                  "zh-TW": f"這些提示詞沒有共同的開頭，所以 (c) 就是 (b)。搶佔次數：{b.preemptions}。"}, lang) + ran
+                  "zh-TW": f"這些提示詞沒有共同的開頭，所以（c）就是（b）。搶佔次數：{b.preemptions}。"}, lang) + ran
     return t({"en": (f"In (c) the first {requests[0].shared} prompt tokens were prefilled once and every request forked "
                      f"them; copy-on-write copied {c.copies} block(s) (a request's first write into the shared, partly "
                      f"filled last block). Preemptions: {b.preemptions} in (b), {c.preemptions} in (c). (b) stored the "
                      f"same keys and values through its own pool, without running the model a second time."),
-              "zh-TW": (f"在 (c) 裡，提示詞的前 {requests[0].shared} 個詞元只預填一次，每個請求都從這裡分岔（fork）出去；"
-                        f"寫入時複製一共複製了 {c.copies} 個區塊（發生在請求第一次寫進共享、還沒填滿的最後一個區塊時）。"
-                        f"搶佔次數：(b) {b.preemptions} 次，(c) {c.preemptions} 次。(b) 透過自己的區塊池存進同樣的 key 和 "
+              "zh-TW": (f"在（c）裡，提示詞的前 {requests[0].shared} 個詞元只預填一次，每個請求都從這裡分岔（fork）出去；"
+                        f"因寫入時複製而複製的區塊一共 {c.copies} 個，發生在請求第一次寫進共享、還沒填滿的最後一個區塊時。"
+                        f"搶佔次數：（b）{b.preemptions} 次，（c）{c.preemptions} 次。（b）透過自己的區塊池存進同樣的 key 和 "
                         f"value，不必讓模型再跑一次。")}, lang) + ran
 
 
@@ -466,7 +477,7 @@ def _note_real(real, lang):
 
 
 def run(values: dict, lang: str) -> dict:
-    requests, runs = simulate(values)
+    requests, runs = simulate(values, lang)
     n, real = len(requests), real_shape(requests)
     figures = [_figure_block_map(runs["paged"], "paged", n, lang), _figure_block_map(runs["shared"], "shared", n, lang),
                _figure_memory(runs, lang), _figure_waste(runs, _slot(), lang), _figure_fit(runs, lang),

@@ -504,7 +504,7 @@ def launch_bound_note(doc: dict, b: baseline.Baseline, lang: str) -> str:
                "a {wall} ms step: the host, not the memory, sets the pace. The largest GPU cost is the attention "
                "product over the cache, which CuPy runs as a float32 batched gemv ({gemv} ms per step) after "
                "{n_copies} float16 → float32 copies ({copy_ms} ms).").format(**d),
-        "zh-TW": ("為什麼 {dev} 的數字離下限這麼遠（commit {commit}）：Llama 形狀在 {ctx} 個詞元時，{dtype} 的一步要啟動 {ops} 個 "
+        "zh-TW": ("為什麼 {dev} 的數字離下限這麼遠（commit {commit}）：以 Llama 的形狀、上下文 {ctx} 個詞元來說，{dtype} 的一步要啟動 {ops} 個 "
                   "GPU 運算，每層約 {per_layer} 個；主機每啟動一次約花 {us} 微秒，光是啟動就要約 {launching} 毫秒，而在 "
                   "{wall} 毫秒的一步裡，GPU 只忙了 {busy} 毫秒。決定速度的是主機，不是記憶體。GPU 上最花時間的是對快取做的"
                   "注意力乘法：CuPy 先做 {n_copies} 次 float16 → float32 轉換（{copy_ms} 毫秒），再用 float32 的批次 gemv 計算"
@@ -514,11 +514,12 @@ def launch_bound_note(doc: dict, b: baseline.Baseline, lang: str) -> str:
 def fused_note(n_layers: int, lang: str) -> str:
     n = _fused_launches(n_layers)
     return t({"en": (f"The fused step in engine/gpu computes the same step in {n} launches for {n_layers} layers "
-                     f"(counted on a CPU by a NumPy backend that records every call). Its CUDA kernels are not "
-                     f"written yet, so no GPU has timed it: the GPU numbers above are all the per-op engine's."),
+                     f"(counted on a CPU by a NumPy backend that records every call). Its CUDA kernels are written "
+                     f"(engine/gpu/kernels/*.cu): the tests run them on a CPU and they compile for sm_90, but no GPU "
+                     f"has timed them yet, so the GPU numbers above are all the per-op engine's."),
               "zh-TW": (f"engine/gpu 的融合步驟只要 {n} 次啟動就算完 {n_layers} 層的同一步（在 CPU 上用一個會記下每次呼叫的 "
-                        f"NumPy 後端數出來的）。它的 CUDA kernel 還沒寫，所以還沒在任何 GPU 上量過：上面的 GPU 數字全都來自"
-                        f"逐一運算的引擎。")}, lang)
+                        f"NumPy 後端數出來的）。它的 CUDA kernel 已經寫好了（engine/gpu/kernels/*.cu）：測試會在 CPU 上執行它們，"
+                        f"也能替 sm_90 編譯，但還沒有在任何 GPU 上量過時間，所以上面的 GPU 數字全都來自逐一運算的引擎。")}, lang)
 
 
 def absence_notes(lang: str) -> list[str]:

@@ -2,9 +2,11 @@
 rollbacks, and the time estimate follows the engine's cost model."""
 import pytest
 
-from engine.speculative import LayerDrafter, NgramDrafter, greedy_ids, speculative_generate
-from lessons import registry
+from engine.speculative import LayerDrafter, NgramDrafter, estimate_time, greedy_ids, pass_bytes, speculative_generate
+from lessons import draft_verify, registry
 from lessons.base import LessonInputError
+from lessons.devices import DEVICES
+from lessons.figures import fmt_percent, fmt_seconds
 
 from lesson_checks import check_both_languages, check_describe, check_output, column, number, numbers, records
 
@@ -21,7 +23,7 @@ def test_text_equals_greedy_and_rounds_add_up(course, drafter, prompt):
     out = check_output(registry.run("draft_verify", {"prompt": prompt, "drafter": drafter, "k": 3, "tokens": 20}, "en"))
     ids = tok.encode(prompt)
     greedy = tok.decode(greedy_ids(model, ids, 20, eos_id=tok.eos_id)[len(ids):])
-    assert out["notes"][0] == f"Generated: “{greedy}”: the same text as plain greedy decoding, token for token."
+    assert out["notes"][0] == f"Generated “{greedy}”: the same text as plain greedy decoding, token for token."
     cache = records(out["figures"][1]["table"])
     rounds = records(out["figures"][0]["table"])
     assert len(cache) == len(rounds)
@@ -65,6 +67,52 @@ def test_tokens_per_pass_and_time_follow_the_engine(course):
     bars = out["figures"][2]["figure"]["data"]
     assert bars[1]["y"] == [0, 0]
     assert bars[0]["y"][1] < bars[0]["y"][0] and "saved" in out["notes"][2]
+
+
+@pytest.mark.parametrize("drafter", ["layers1", "layers2", "ngram"])
+def test_the_time_figure_and_note_are_the_engines_estimate(course, drafter):
+    """The third chart's bars (µs), its table's times and the note's saving are estimate_time's
+    for the same run on the same device, not only in the right order (issue 19)."""
+    model, tok = course
+    values = {"prompt": "The cat sat on the mat. The cat", "drafter": drafter, "k": 3, "tokens": 12}
+    out = registry.run("draft_verify", values, "en")
+    ids = tok.encode(values["prompt"])
+    drafter_obj = NgramDrafter(3) if drafter == "ngram" else LayerDrafter(model, int(drafter[-1]))
+    run = speculative_generate(model, ids, values["tokens"], drafter_obj, values["k"], eos_id=tok.eos_id)
+    device = DEVICES[draft_verify.DEVICE]
+    est = estimate_time(model.config, run, device.peak_flops, device.bandwidth,
+                        None if drafter == "ngram" else drafter_obj.draft.config)
+    model_bars, draft_bars = out["figures"][2]["figure"]["data"]
+    assert model_bars["y"] == pytest.approx([est.greedy_s * 1e6, est.verify_s * 1e6], rel=1e-5)  # floats() keeps 6 digits
+    assert draft_bars["y"] == pytest.approx([0.0, est.draft_s * 1e6], rel=1e-5, abs=1e-12)
+    time = records(out["figures"][2]["table"])
+    assert [r["time"] for r in time] == [fmt_seconds(est.greedy_s), fmt_seconds(est.speculative_s)]
+    assert f"{fmt_percent(abs(est.saved))} ({fmt_seconds(est.speculative_s)} instead of {fmt_seconds(est.greedy_s)})" \
+        in out["notes"][2]
+
+
+def test_the_draft_note_says_what_a_draft_step_reads(course):
+    """One embedding row and the whole output head per draft step (engine.speculative.pass_bytes),
+    not the embedding table (issue 19); the share is pass_bytes' own."""
+    model, _tok = course
+    draft = LayerDrafter(model, 1).draft.config
+    for lang, says in (("en", "looks up one embedding row and reads the whole output head"),
+                       ("zh-TW", "要查一次嵌入向量，還要把整個輸出層讀一遍")):
+        note = registry.run("draft_verify", {"drafter": "layers1"}, lang)["notes"][-1]
+        assert says in note and "table" not in note and "嵌入向量表" not in note
+    ids = _tok.encode(draft_verify.CONTROLS[0].default_for("en"))
+    share = fmt_percent(pass_bytes(draft, len(ids), 1) / pass_bytes(model.config, len(ids), 1))
+    assert share in registry.run("draft_verify", {"drafter": "layers1"}, "en")["notes"][-1]
+
+
+def test_a_pass_is_one_word_in_zh_tw(course):
+    """Issue 19: the demo called a pass of the model 驗證, a prefill included; the page says 執行."""
+    out = registry.run("draft_verify", {"drafter": "layers1", "k": 6}, "zh-TW")
+    strings = [f["title"] for f in out["figures"]] + [c for f in out["figures"] for c in f["table"]["columns"]]
+    strings += [out["figures"][1]["figure"]["layout"]["xaxis"]["title"]["text"]] + out["notes"]
+    strings += [d["name"] for f in out["figures"] for d in f["figure"]["data"] if d.get("name")]
+    assert not [s for s in strings if "驗證" in s], strings
+    assert "模型的第幾次執行（0 = 預填）" in strings and "執行" in out["figures"][0]["table"]["columns"]
 
 
 def test_a_layer_draft_costs_time_of_its_own(course):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lessons import registry
+from lessons import paging, registry
 from lessons.base import LessonInputError
 from lessons.paging import CONTROLS
 
@@ -124,6 +124,29 @@ def test_distinct_prompts_share_nothing(course):
     assert {k: v for k, v in rows["(b) paging"].items() if k != "server"} == \
         {k: v for k, v in rows["(c) paging + sharing"].items() if k != "server"}
     assert "nothing in common" in out["notes"][1]
+
+
+@pytest.mark.parametrize("mix", ["system", "parallel", "distinct"])
+def test_zh_tw_readers_get_chinese_prompts_and_answers(course, mix):
+    """Issue 19: the prompts were English only, so a zh-TW reader saw English answers. Each language
+    has its own prompts; the schedules (answer lengths, steps, blocks) are the same in both, and
+    the zh-TW answers are Chinese, written by the course model after the Chinese prompts."""
+    en, zh = (registry.run("paging", {"mix": mix}, lang) for lang in ("en", "zh-TW"))
+    assert [r[:6] for r in en["tables"][0]["rows"]] == [r[:6] for r in zh["tables"][0]["rows"]]
+    answers = column(zh["tables"][0], "課程模型在（c）寫出的回答")
+    assert answers and all(any("\u4e00" <= ch <= "\u9fff" for ch in a) for a in answers), answers
+    assert not any(any("\u4e00" <= ch <= "\u9fff" for ch in a) for a in column(en["tables"][0], "answer (course model, run c)"))
+
+
+def test_the_zh_tw_prompts_cut_cleanly_and_start_differently(course):
+    """A prompt of P tokens is the first P tokens of these texts, so every character is one token
+    (a cut never splits one), and the requests' first tokens differ (so do their answers)."""
+    tok = course[1]
+    texts = (paging.SYSTEM_TEXT["zh-TW"],) + paging.QUESTIONS["zh-TW"]
+    assert all(len(tok.encode(ch)) == 1 for text in texts for ch in text), [
+        ch for text in texts for ch in text if len(tok.encode(ch)) != 1]
+    starts = {tuple(tok.encode(q)[:3]) for q in paging.QUESTIONS["zh-TW"]}
+    assert len(paging.QUESTIONS["zh-TW"]) == len(paging.QUESTIONS["en"]) == len(starts)
 
 
 @pytest.mark.parametrize("values", [
