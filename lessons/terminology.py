@@ -63,6 +63,12 @@ TERMS: tuple[Term, ...] = (
          "bare 嵌入 reads as the verb (which the authors' page needs: 嵌入示範, to embed a demo).",
          avoid_en=(r"embedding vector",),
          avoid_zh=(r"(?<![A-Za-z_])[Ee]mbeddings?(?![A-Za-z_])", r"嵌入(?!向量|(?:即時)?示範|它)")),
+    Term("dimension", "dimension (of a vector: how many numbers it has)", "維度", "維度（dimension）",
+         "A vector of d_model numbers has d_model dimensions; 'length' (長度) also names its norm, which the "
+         "cosine similarity ignores, so 'longer vectors' read as larger ones. Say how many numbers: 維度越多, "
+         "有 d_c 個數字的潛在向量.",
+         avoid_en=(r"\b[Ll]onger vectors?\b", r"\bvectors? of length\b", r"\bof length d_\w+"),
+         avoid_zh=(r"向量越長", r"長度(?:是|為) ?d_", r"一個 ?d_\S+ ?個數字的")),
     # ------------------------------------------------------------------ inside attention
     Term("query", "query", "query", "query（查詢向量）",
          "Kept in English with key and value (see the module doc): plate 4 promises the three "
@@ -146,7 +152,8 @@ TERMS: tuple[Term, ...] = (
          "share a scale.",
          avoid_en=(r"\bblock of (?:\{RESIDUAL\}|\[\[fact:shrink\.kivi_residual\]\]|\d+) tokens? is complete",
                    r"over a block of (?:\{RESIDUAL\}|\d+ )?tokens"),
-         avoid_zh=(r"湊滿[^。；，]{0,24}?區塊", r"每\s*\S+\s*個詞元的區塊")),
+         avoid_zh=(r"湊滿[^。；，]{0,24}?區塊", r"每\s*\S+\s*個詞元的區塊", r"一組位置一起量化", r"一組量化完",
+                   r"量化成一組")),
     Term("detokenize", "decode (ids back to text)", "還原成文字", "還原成文字",
          "解碼 is the decode phase of generation (row 'decode'); turning token ids back into text is "
          "said in words: 把 id 還原成文字.",
@@ -154,7 +161,8 @@ TERMS: tuple[Term, ...] = (
     Term("memory-bound", "memory-bound", "受記憶體頻寬限制", "受記憶體頻寬限制（memory-bound）",
          "What limits the step is the memory's bandwidth, not its size; 受限於記憶體 reads as 'out of "
          "memory'. Its twin is 受運算能力限制 (compute-bound).",
-         avoid_zh=(r"受限於\[?記憶體", r"記憶體受限", r"受記憶體限制", r"受限於\[?運算", r"受運算限制", r"運算受限")),
+         avoid_zh=(r"受限於\[?記憶體", r"記憶體受限", r"受記憶體限制", r"受限於\[?運算", r"受運算限制", r"運算受限",
+                   r"卡在記憶體(?!頻寬)", r"受限於主機", r"由記憶體決定", r"由運算決定")),
     Term("achieved-bandwidth", "achieved bandwidth", "實測頻寬", "實測頻寬（achieved bandwidth）",
          "The bytes a step moved divided by its measured time: 實測 says it was measured, beside the "
          "datasheet's peak bandwidth.",
@@ -173,7 +181,7 @@ TERMS: tuple[Term, ...] = (
     Term("production", "production (a tokenizer, a model, a library)", "商用模型的", "商用模型的 tokenizer",
          "正式上線 is a calque of 'in production'; say whose or how it is used: 商用模型的 tokenizer, "
          "實際在用的大型模型, 業界常用的函式庫.",
-         avoid_zh=(r"正式上線", r"正式版", r"正式的函式庫", r"正式模型")),
+         avoid_zh=(r"正式上線", r"正式版", r"正式的函式庫", r"正式模型", r"(?:實際|真正)上線的")),
     Term("plate", "plate", "張", "第 N 張",
          "The course is a set of plates, counted 第 1 張 … 第 9 張.",
          avoid_en=(r"\bpanels?\b",),
@@ -251,7 +259,7 @@ TERMS: tuple[Term, ...] = (
          avoid_zh=(r"隱向量", r"潛向量", r"隱空間向量")),
     Term("cross-layer", "cross-layer sharing", "跨層共享", "跨層共享（cross-layer sharing）",
          "共享 as in 字首共享 and 共享記憶體; 跨層共用 would give the site two words for sharing.",
-         avoid_zh=(r"跨層共用", r"層間共享")),
+         avoid_zh=(r"跨層共用", r"層間共享", r"層\S{0,3}共用")),
     # ------------------------------------------------------------------ serving many requests (plate 8)
     Term("batching", "batching", "批次處理", "批次處理（batching）",
          "The act of running many sequences in one step; 批次 (the batch row) stays the noun for the "
@@ -276,12 +284,13 @@ TERMS: tuple[Term, ...] = (
          "A block several sequences hold, as in 字首共享; 共用 stays for the common pool (共用的區塊池) "
          "and for heads that share a KV head, so 'shared block' has one word on plate 8, in its demo "
          "and in the glossary.",
-         avoid_zh=(r"共用(?:的)?區塊(?!池)", r"共用、還沒填滿")),
+         avoid_zh=(r"共用(?:的)?區塊(?!池)", r"共用、還沒填滿", r"共用那幾個區塊", r"由(?:好幾個|兩位|多個|幾個)\S{0,3}共用",
+                   r"讀者(?:還能|，)?共用", r"取樣共用", r"和別人共用", r"共用[^\s，。；、：]{0,6}(?:提示詞|字首|開頭)")),
     Term("prefix-sharing", "prefix sharing", "字首共享", "字首共享（prefix sharing）",
          "字首 is the Taiwan form for a prefix: OpenCC's s2twp turns 前綴 into 字首, and the site's "
          "zh-TW check (tests/site/test_zh_tw.py) keeps to s2twp; Taiwanese CS texts use it too "
          "(字首樹, a trie). 共享 matches 共享記憶體 (shared memory).",
-         avoid_zh=(r"前綴", r"字首共用", r"前置詞共享")),
+         avoid_zh=(r"前綴", r"字首共用", r"前置詞共享", r"[A-Z]、[A-Z][^。]{0,16}字首")),
     Term("copy-on-write", "copy-on-write", "寫入時複製", "寫入時複製（copy-on-write）",
          "The Taiwanese operating-systems translation; 拷貝 is mainland usage for 複製.",
          avoid_en=(r"\bcopy on write\b",),
@@ -329,6 +338,27 @@ TERMS: tuple[Term, ...] = (
          "Kept as the authors' proper name, like FlashAttention; the gloss says what it splits.",
          avoid_en=(r"\bFlashDecoding\b", r"\bflash decoding\b"),
          avoid_zh=(r"快閃解碼", r"閃電解碼")),
+    Term("pass", "pass (one run of the model over its input)", "執行", "一次執行",
+         "A pass of the model is 模型每次執行 on plate 9 and in its demo; 驗證 is what a pass does with the guesses "
+         "(用一次執行驗證), not the pass itself, and a prefill is a pass that verifies nothing.",
+         avoid_zh=(r"驗證次數", r"模型的驗證", r"(?:每|同一|這)次驗證", r"驗證[前後](?!的)", r"模型驗證 ?\S* ?次")),
+    Term("rollback", "roll back (the cache, after a rejection)", "倒回", "倒回",
+         "Undoing the entries of rejected guesses: the cache is 倒回 (as a tape is rewound); 截斷 stays for the "
+         "call that does it, truncate(n). 退回 reads as sending something back.",
+         avoid_en=(r"\brewind\w*",),
+         avoid_zh=(r"退回",)),
+    Term("thread-block", "thread block (of a GPU kernel)", "執行緒區塊", "執行緒區塊（thread block）",
+         "A kernel's unit of work on one SM. A bare 區塊 is the paging block of plate 8 (row 'kv-block'), so "
+         "in a paragraph about SMs, kernels or thread blocks the GPU's block is always 執行緒區塊.",
+         avoid_en=(r"(?<!thread )\bblocks?\b(?! table| size| map| pool| of (?:the )?pool)(?=[^.;\n]*\b(?:SMs?|query heads)\b)",
+                   r"\b(?:SMs?|kernel)\b[^.;\n]*?(?<!thread )\bblocks?\b(?! table| size| map| pool)"),
+         # within a paragraph that talks about SMs, kernels or thread blocks, a bare 區塊 is the GPU's too
+         avoid_zh=(r"(?<!執行緒)區塊(?![表池大圖])(?=[^\n]*?(?:(?<![A-Za-z])SM(?![A-Za-z])|串流多處理器|同時工作|執行緒區塊))",
+                   r"(?:(?<![A-Za-z])SM(?![A-Za-z])|kernel|串流多處理器|執行緒區塊)[^\n]*?(?<!執行緒)區塊(?![表池大圖])")),
+    Term("rescale", "rescale factor (log-sum-exp merge)", "重新縮放倍數", "重新縮放倍數（rescale factor）",
+         "exp(m_c − M), what a chunk is multiplied by before the merge; 縮放係數 is the quantization scale of plate 7 "
+         "(row 'scale').",
+         avoid_zh=(r"縮放係數(?=[^。\n]*(?:exp\(|合併|這一段|那一段))", r"縮放 exp", r"縮放係數是 1")),
     Term("lse-merge", "log-sum-exp merge", "log-sum-exp 合併", "log-sum-exp 合併（log-sum-exp merge）",
          "The formula's name stays in English (it names the maths: log of a sum of exponentials); "
          "合併 is what is done with the chunks.",

@@ -156,3 +156,25 @@ def test_plate_7_budget_tip_is_the_demos_slider():
     budget = next(c for c in CONTROLS if c.name == "budget")
     f = facts("en")
     assert (f["keep.budget_min"], f["keep.budget_max"]) == (str(budget.min), str(budget.max)) == ("24", "56")
+
+
+# Where a page typed a number the reviews found (issue 19), the page now writes these facts, in both
+# languages; typing the number again would drop the key from the page.
+PAGE_FACTS = {
+    "plates/02-tokens": ("course.special_tokens", "llama3_8b.special_tokens", "gpt2.special_tokens"),
+    "plates/06-data-movement": ("llama3_8b.gqa_group", "llama3_8b.kv_flops_per_number", "llama3_8b.kv_flop_per_byte"),
+    "plates/07-shrinking-the-cache": ("keep.budget_min", "keep.budget_max"),
+    "plates/08-serving-the-cache": ("sched.example.requests", "sched.example.long", "sched.example.short",
+                                    "sched.example.max_batch"),
+    "benchmarks": ("course.weights_size",),
+}
+
+
+@pytest.mark.parametrize("page", list(PAGE_FACTS))
+@pytest.mark.parametrize("suffix", [".md", ".zh-TW.md"])
+def test_the_pages_write_these_numbers_as_facts(page, suffix):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / f"{page}{suffix}").read_text(encoding="utf-8")
+    missing = [k for k in PAGE_FACTS[page] if f"[[fact:{k}]]" not in text]
+    assert not missing and all(k in facts("en") for k in PAGE_FACTS[page]), missing

@@ -1,5 +1,6 @@
 """zh-TW demo strings read as written in Taiwan, not translated: the review's flagged phrases
-never come back, and the punctuation after Chinese text is full-width.
+never come back, the punctuation after Chinese text is full-width, and a sentence has one
+full-width colon at most (the rule tests/site/test_zh_tw.py holds the pages to).
 
 The strings are the ones test_terminology.py checks (reader_text.collect: every string a
 lesson writes, over every control value and bad input, the reader's and the model's text
@@ -15,7 +16,7 @@ from lessons import registry
 
 from reader_text import collected
 
-# Phrases issue 11's review found reading as translated, with what was meant.
+# Phrases issue 11's review found reading as translated, with what was meant (regular expressions).
 FLAGGED = {
     "小 4 倍": "'4x smaller': say the fraction (快取只要……的 1/4)",
     "左方": "'206x to the left of the ridge': 離脊點還差 206 倍",
@@ -27,6 +28,10 @@ FLAGGED = {
     # issue 19
     "完全不變": "the rotation preserves query·key, but the chart beside it shows an error: say where the error comes from",
     "天真的": "'naive': 最直接的",
+    # issue 19, second review
+    r"形狀在\s*\S+\s*個?詞元時": "'the Llama shape at 8,192 tokens': 以 Llama 的形狀、上下文 8,192 個詞元來說",
+    r"而不是 [^（）]*）": "'(X instead of Y)' in brackets: （X；貪婪解碼要 Y）",
+    r"由(?:記憶體|運算)決定": "'set by memory': 由記憶體頻寬決定, 由運算能力決定",
 }
 # Half-width punctuation right after a Chinese character (a full-width one belongs there),
 # a half-width bracket opened after Chinese, and the katakana middle dot.
@@ -34,29 +39,58 @@ PUNCTUATION = [
     (re.compile(r"[\u4e00-\u9fff][,:;!?]"), "half-width punctuation after Chinese: use ，：；！？"),
     (re.compile(r"[\u4e00-\u9fff]\("), "half-width bracket after Chinese: use （）"),
     (re.compile(r"・"), "katakana middle dot: use ·, 、 or words"),
-    (re.compile(r"（[^（）]*（"), "nested full-width brackets: rewrite the outer one as a clause"),
+    (re.compile(r"（[^（）]*[（(]"), "nested brackets (a half-width one too): rewrite the outer one as a clause"),
+    (re.compile(r"(?<![A-Za-z])\([a-h]\)(?=\s*[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])\s*\([a-h]\)"),
+     "half-width label in Chinese: write （a）"),
+
 ]
+SENTENCE_END = re.compile(r"[。！？\n]|<br>")  # a hover template's <br> starts a new line too
+QUOTED = re.compile(r"「[^「」]*」")  # a quoted label may hold a colon of its own
 
 
-def wording_problems(text: str) -> list[str]:
-    found = [f"{phrase!r}: {why}" for phrase, why in FLAGGED.items() if phrase in text]
+def _sentences(text: str) -> list[str]:
+    return SENTENCE_END.split(QUOTED.sub("「」", text))
+
+
+# Fields that list label：value pairs (「R1：3、R2：3」, a hover box's lines) rather than write a sentence.
+LISTS = ("hovertemplate", ".cell")
+
+
+def wording_problems(text: str, where: str = "notes") -> list[str]:
+    found = [f"{m.group(0)!r}: {why}" for phrase, why in FLAGGED.items() for m in re.finditer(phrase, text)]
+    if not where.endswith(LISTS):
+        found += [f"two ： in one sentence: {s.strip()[:60]!r}" for s in _sentences(text) if s.count("：") >= 2]
+    found += [f"／ and ' / ' in one sentence: {s.strip()[:60]!r}" for s in _sentences(text) if "／" in s and " / " in s]
     return found + [f"{m.group(0)!r}: {why}" for pattern, why in PUNCTUATION for m in pattern.finditer(text)]
 
 
 @pytest.mark.parametrize("name", list(registry.LESSONS))
 def test_zh_tw_strings_read_as_written_in_taiwan(course, name):
-    found = [f"{where}: {p} in {text!r}" for where, text in collected(name, "zh-TW") for p in wording_problems(text)]
+    found = [f"{where}: {p} in {text!r}" for where, text in collected(name, "zh-TW") for p in wording_problems(text, where)]
     assert not found, "\n".join(dict.fromkeys(found))
 
 
 @pytest.mark.parametrize("sample", ["快取因此小 4 倍。", "在脊點左方 206 倍", "第一猜測", "屋頂下的時間", "數列",
                                     "詞元永遠不會往後看。", "模型說,好", "結果:對", "上下文(詞元數)", "筆電・CPU",
-                                    "內積因此完全不變。", "（權重（weight））"])
+                                    "內積因此完全不變。", "（權重（weight））",
+                                    "Llama 形狀在 8,192 個詞元時，一步要啟動 500 個運算", "產生的文字：「貓」：和貪婪解碼一字不差。",
+                                    "時間軸：每一步（空白：還沒抵達）", "回答（課程模型，(c) 那一輪）", "(b) 分頁", "在 (c) 裡",
+                                    "最多是 2 / 3 / 4 個（連續配置／分頁）", "（12 ms，而不是 20 ms）", "由記憶體決定"])
 def test_the_checks_catch_what_they_should(sample):
     assert wording_problems(sample)
 
 
 @pytest.mark.parametrize("sample", ["快取只要 MHA 的 1/4。", "離脊點還差 206 倍", "Llama 3 8B: bf16", "上下文（詞元數）",
-                                    "cl100k_base (gpt-4)", "第 1 個位置 · id 7"])
+                                    "cl100k_base (gpt-4)", "第 1 個位置 · id 7",
+                                    "以 Llama 的形狀、上下文 8,192 個詞元來說", "產生的文字是「貓」，和貪婪解碼一字不差。",
+                                    "時間軸：每一步（空白表示還沒抵達）。第 2 步：預填", "課程模型在（c）寫出的回答", "（b）分頁",
+                                    "最多是 2／3／4 個", "（12 ms；貪婪解碼要 20 ms）", "exp(s − m) 的總和", "由記憶體頻寬決定",
+                                    "K/V、FLOP/s 與 q·k/√d", "16 位元（fp16 / bf16）", "「KV 快取：位元數」必須是：16、8",
+                                    "query：%{y}<br>key：%{x}"])
 def test_and_nothing_else(sample):
     assert wording_problems(sample) == []
+
+
+def test_a_list_of_label_value_pairs_is_not_a_sentence():
+    assert wording_problems("R1：3、R2：3", "figures[0].table.cell") == []
+    assert wording_problems("R1：3、R2：3", "notes")

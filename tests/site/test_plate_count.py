@@ -5,6 +5,11 @@ plates get added, so pages had better not count them at all ("the plates of this
 「這幾張圖」). Where a page does state a total, in figures or in words ("eight plates",
 「八張圖」), it must be that number; "this last plate" may only be said on the last one.
 A partial count is not a total and is allowed: "the first five plates", 「前五張」, 「第 6 張」.
+「這最後一張」 is held to the same rule as "this last plate".
+
+The pages that describe a plate's parts (index, authors) say how many self-check questions a
+plate has ("four or five", 「四到五題」): that range must be the fewest and the most any plate
+has, counted from its ``??? question`` blocks.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ ZH_DIGITS = dict(zip("零一二兩三四五六七八九", (0, 1, 2, 2, 3, 4, 5, 
 EN_TOTAL = re.compile(rf"(?<!first )(?<!last )\b(?P<n>{'|'.join(EN_NUMBERS)}|\d+)\s+(?:(?:short|numbered|course)\s+)?plates\b",
                       re.IGNORECASE)
 EN_LAST = re.compile(r"\b(?:this|the) last plate\b", re.IGNORECASE)
+ZH_LAST = re.compile(r"這(?:是)?最後一張")
 # 「八張圖」「9 張」; not 「第 8 張」「前五張」「一張圖」 (one picture, not a count of plates)
 ZH_TOTAL = re.compile(r"(?<![第前後這那最、，–\d.,])(?<![第前後這那最、，–] )(?P<n>[二兩三四五六七八九十]+|\d+)\s*張(?:圖)?")
 
@@ -56,7 +62,7 @@ def count_claims(text: str, total: int, last: bool = False) -> list[str]:
     found += [f"{m.group(0).strip()!r} (the nav has {total})" for m in ZH_TOTAL.finditer(text)
               if MIN_TOTAL <= _zh_number(m.group("n")) != total]
     if not last:
-        found += [f"{m.group(0)!r} on a plate that is not the last" for m in EN_LAST.finditer(text)]
+        found += [f"{m.group(0)!r} on a plate that is not the last" for m in (*EN_LAST.finditer(text), *ZH_LAST.finditer(text))]
     return found
 
 
@@ -92,3 +98,47 @@ def test_a_right_or_partial_count_passes(text):
 
 def test_the_last_plate_may_call_itself_last():
     assert count_claims("This last plate explains why", 9, last=True) == []
+    assert count_claims("這最後一張要說明為什麼", 9, last=True) == []
+    assert count_claims("這最後一張要說明為什麼", 9) and count_claims("這是最後一張", 9)
+
+
+# --------------------------------------------------------------------------- self-check questions per plate
+
+QUESTION = re.compile(r"^\?\?\?\+? question ", re.MULTILINE)
+EN_QUESTIONS = re.compile(rf"\b(?P<lo>{'|'.join(EN_NUMBERS)}) or (?P<hi>{'|'.join(EN_NUMBERS)}) self-check questions\b"
+                          r"|\ba self-check of (?P<lo2>\w+) or (?P<hi2>\w+)\s+questions\b")
+ZH_QUESTIONS = re.compile(r"(?P<lo>[一二兩三四五六七八九十]+)到(?P<hi>[一二兩三四五六七八九十]+)題")
+DESCRIBED = [DOCS / f"{page}{suffix}" for page in ("index", "authors") for suffix in (".md", ".zh-TW.md")]
+
+
+def question_counts() -> list[int]:
+    """Self-check questions of every plate (the numbered ones and the 10,000-feet page), one language."""
+    return [len(QUESTION.findall(p.read_text(encoding="utf-8"))) for p in sorted((DOCS / "plates").glob("*.md"))
+            if not p.name.endswith(".zh-TW.md")]
+
+
+def question_ranges(text: str) -> list[tuple[int, int]]:
+    """Every "four or five self-check questions" / 「四到五題」 range the text states."""
+    out = [(_en_number(m["lo"] or m["lo2"]), _en_number(m["hi"] or m["hi2"])) for m in EN_QUESTIONS.finditer(text)]
+    return out + [(_zh_number(m["lo"]), _zh_number(m["hi"])) for m in ZH_QUESTIONS.finditer(text)]
+
+
+def test_every_plate_has_self_check_questions():
+    counts = question_counts()
+    assert len(counts) >= 9 and min(counts) >= 1, counts
+
+
+@pytest.mark.parametrize("path", DESCRIBED, ids=[p.name for p in DESCRIBED])
+def test_the_stated_number_of_questions_is_the_plates(path):
+    counts = question_counts()
+    ranges = question_ranges(path.read_text(encoding="utf-8"))
+    assert ranges, f"{path.name} no longer says how many self-check questions a plate has"
+    assert all(r == (min(counts), max(counts)) for r in ranges), (ranges, sorted(set(counts)))
+
+
+@pytest.mark.parametrize("text, expect", [("and three or four self-check questions whose", [(3, 4)]),
+                                          ("a self-check of four or five\nquestions", [(4, 5)]),
+                                          ("最後是三到四題自我檢測", [(3, 4)]), ("四到五題點開", [(4, 5)]),
+                                          ("the first five plates", [])])
+def test_the_question_range_is_read(text, expect):
+    assert question_ranges(text) == expect

@@ -34,6 +34,17 @@ Issue 19 added three:
   explains which. A sentence is what lies between 。！？, line breaks and table cells.
 
 And the calques its review found (CALQUES below), which must not come back.
+
+The second review of issue 19 added three more, with the calques it found:
+
+* Half-width brackets stay out of Chinese sentences: no half-width bracket inside a full-width
+  one (「（在 (b) 執行）」), no half-width label such as (a) or (b) (write （a）), no
+  half-width gloss after a Latin name (「Orca (Oracle) 的」 -> 「Orca（Oracle）的」) and no
+  half-width comma in a full-width aside (「（head, 段）」). Formulas such as exp(m − M) and
+  (qP)·(kP) keep theirs, and a quoted input its commas (「tea, 女王」).
+* Ranges between two numbers are written with 到: 「20.4% 到 38.2%」, 「2 到 4 倍」, never with an
+  en dash or a tilde, so every page writes a range one way.
+* (In tests/site/test_plate_count.py) 「這最後一張」 only on the last plate.
 """
 from __future__ import annotations
 
@@ -138,7 +149,12 @@ ADMONITION_TITLE = re.compile(r'^(\s*(?:\?\?\?\+?|!!!)\s+[\w-]+(?:\s+[\w-]+)*\s+
 ASCII_SLASH_BY_HAN = re.compile(rf"[{HAN}{FULL_WIDTH}]/|/[{HAN}{FULL_WIDTH}]")
 WIDE_SLASH_BY_LATIN = re.compile(rf"(?<![{HAN}{FULL_WIDTH}])／(?![{HAN}{FULL_WIDTH}])")
 PERCENT_SPACE = re.compile(r"\d[ \u00a0\u3000]+[%％]|\d％")
-NESTED_BRACKETS = re.compile(r"（[^（）]*（")
+NESTED_BRACKETS = re.compile(r"（[^（）]*[（(]")  # a full-width or half-width bracket inside a full-width one
+HALF_WIDTH_LABEL = re.compile(r"\([a-h]\)")  # (a), (b): a list label inside a Chinese sentence
+HALF_WIDTH_GLOSS = re.compile(rf"(?<=[A-Za-z0-9]) \((?:[A-Za-z][A-Za-z .-]*)\)(?= ?[{HAN}])")  # 「Orca (Oracle) 的」
+HALF_WIDTH_COMMA = re.compile(r"（[^（）]*[A-Za-z0-9], [^（）]*）")  # 「（head, 段）」: a half-width comma in a Chinese aside
+QUOTED = re.compile(r"「[^「」]*」")  # a quoted input keeps its own commas: 「tea, 女王」
+NUMBER_RANGE = re.compile(r"\d[%％]?\s*[–—~～]\s*\d")
 SENTENCE_END = re.compile(r"[。！？\n|]")
 BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|\||>|\?\?\?|!!!|<)")
 HAS_HAN = re.compile(f"[{HAN}]")
@@ -203,6 +219,20 @@ def nested_brackets(text: str) -> list[str]:
     return [f"nested （（: {_near(text, m)!r}" for m in NESTED_BRACKETS.finditer(text)]
 
 
+def half_width_brackets(text: str) -> list[str]:
+    """A half-width label (a) or a half-width gloss 「Orca (Oracle)」 in Chinese prose."""
+    found = [f"half-width bracket in Chinese (use （）): {_near(text, m)!r}"
+             for pattern in (HALF_WIDTH_LABEL, HALF_WIDTH_GLOSS) for m in pattern.finditer(text)]
+    unquoted = QUOTED.sub("「」", text)
+    return found + [f"half-width comma in a full-width bracket (use ，or words): {_near(unquoted, m)!r}"
+                    for m in HALF_WIDTH_COMMA.finditer(unquoted)]
+
+
+def number_ranges(text: str) -> list[str]:
+    """A range written with a dash or a tilde: 20.4%–38.2%, 2–4 倍 -> 20.4% 到 38.2%, 2 到 4 倍."""
+    return [f"range (write 2 到 4): {_near(text, m)!r}" for m in NUMBER_RANGE.finditer(text)]
+
+
 def two_colons(text: str) -> list[str]:
     """Two full-width colons in one sentence."""
     return [f"two ： in one sentence: {s.strip()[:80]!r}" for s in SENTENCE_END.split(text) if s.count("：") >= 2]
@@ -217,6 +247,22 @@ CALQUES = {
     "都在用": "'used in models you can download' does not mean every model uses it",
     "向量越長": "'longer vectors' meant more dimensions, not a larger norm: 維度越多",
     r"離群值（outlier）通道": "one term with one gloss: 離群值通道（outlier channel）",
+    # issue 19, second review
+    r"形狀在\s*\S+\s*個?詞元時": "'the shape at 8,192 tokens': 以這個形狀、上下文 8,192 個詞元來說",
+    r"形狀在 ?[\d.]+ ?節": "'its shape is in section 3.1.2': 模型形狀見 3.1.2 節",
+    r"小 ?\d+(?:\.\d+)? ?倍": "'2x smaller': say what is left: 再減半, 只要……的 1/4",
+    r"打斷這條鎖鏈": "'breaks this chain': 打破這個一定得依序進行的限制",
+    r"其餘的 ?GPU": "'the rest of the GPU waits': GPU 其餘的部分都閒著",
+    r"從上下文裡學到的東西": "'what it learned from the context': 從上下文蒐集到的資訊",
+    r"除以全部的總和": "'divided by the sum of all': 除以所有指數的總和",
+    r"下一堂課": "'the next classroom' is another course, not the next plate: 另一門課",
+    r"佔便宜": "'long drafts win': 長草稿比較划算",
+    r"回到隊伍": "a request goes back to the queue: 回到佇列裡",
+    r"(?<!集)束搜尋": "beam search is 集束搜尋",
+    r"第一個數字短": "'when the first is short': 首詞元延遲夠短",
+    r"寫入時複製了": "'the blocks copied on write': 因寫入時複製而複製了幾個區塊",
+    r"今天下載得到": "'models you can download today': 現在就能下載的模型",
+    r"每一列的長度": "'the rows it was trained on' are sequences: 每筆序列的長度",
 }
 
 
@@ -234,6 +280,8 @@ TYPOGRAPHY = {
     "slashes": (mixed_slashes, False),
     "percent": (percent_spacing, False),
     "nested brackets": (nested_brackets, False),
+    "half-width brackets": (half_width_brackets, False),
+    "ranges": (number_ranges, False),
     "two colons": (two_colons, False),
     "calques": (calques, False),
 }
@@ -303,9 +351,14 @@ PLANTED = {
     "double quotes": ('輸入 "The cat" 看看，或「"The cat"」。', '??? question "為什麼？"\n    輸入「The cat」看看。'),
     "slashes": ("top-k／top-p 與 台/臺", "top-k/top-p、K/V、FLOP/s、台／臺、FLOP／位元組"),
     "percent": ("只有 20.4 % 到 38.2％ 存著詞元狀態", "只有 20.4% 到 38.2% 存著詞元狀態，`p % 16` 是程式碼"),
-    "nested brackets": ("很多詞元（一段很長的提示詞（prompt），或很多使用者）。",
-                        "很多詞元，例如一段很長的提示詞（prompt）。（另一句話。）"),
-    "calques": ("天真的寫法還會更糟，每個新詞元都需要全部的它們。", "最直接的寫法還會更糟，每個新詞元都要把它們全部讀一遍。"),
+    "nested brackets": ("很多詞元（一段很長的提示詞（prompt），或很多使用者），（模型就改在 (b) 執行）。",
+                        "很多詞元，例如一段很長的提示詞（prompt）。（另一句話。）而 exp(m − M) 是公式。"),
+    "half-width brackets": ("三遍：(a) 預留；(b) 分頁。吞吐量是 Orca (Oracle) 的 1.67 倍。每一組（head, 段）都是一個區塊。",
+                            "三遍：（a）預留；（b）分頁。吞吐量是 Orca（Oracle）的 1.67 倍，exp(m − M) 與 (qP)·(kP) 是公式。"
+                            "（預設是「tea, 女王」）"),
+    "ranges": ("只有 20.4%–38.2% 存著，多 20–26%，快 2～4 倍。", "只有 20.4% 到 38.2% 存著，快 2 到 4 倍，Llama-3-8B、第 5、6 張、位置 0 … S−1。"),
+    "calques": ("天真的寫法還會更糟，每個新詞元都需要全部的它們。Llama 形狀在 8,192 個詞元時，快取再小 2 倍。",
+                "最直接的寫法還會更糟，每個新詞元都要把它們全部讀一遍。以 Llama 的形狀、上下文 8,192 個詞元來說，快取再減半。"),
     "two colons": ("規則是：先複製：再寫入。", "規則是：先複製，再寫入。第 1 張：下一個詞元\n\n| 第 4 張：注意力 | 讀書筆記：key 是標籤 |"),
 }
 
