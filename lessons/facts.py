@@ -252,7 +252,7 @@ def _keep_facts() -> dict[str, str]:
     logits, attn = full.logits, full.attn
     budget = next(c for c in kp.CONTROLS if c.name == "budget")  # the live demo's slider, for the page's tips
     out = {"keep.text_tokens": fmt_int(len(ids)), "keep.budget": fmt_int(KEEP_BUDGET), "keep.sinks": fmt_int(KEEP_SINKS),
-           "keep.h2o_recent": fmt_int(KEEP_BUDGET // 2),  # keep_positions.policy_run's H2O rule: half the budget
+           "keep.h2o_recent": fmt_int(kp.h2o_recent(KEEP_BUDGET)),  # the lesson's own H2O rule
            "keep.budget_min": fmt_int(budget.min), "keep.budget_max": fmt_int(budget.max)}
     for p in kp.POLICIES:
         other = kp.policy_run(p, ids, KEEP_BUDGET, KEEP_SINKS, full)[0]

@@ -119,7 +119,7 @@ def test_plate_7_keep_facts_from_the_model_run_here(course):
     cache = HeavyHitterKVCache(model.config, budget=B, recent=B // 2)
     masked["h2o"] = np.concatenate([model.forward([i], cache=cache) for i in ids])
     f = facts("en")
-    assert f["keep.text_tokens"] == str(KEEP_TOKENS)
+    assert f["keep.text_tokens"] == str(KEEP_TOKENS) and f["keep.h2o_recent"] == str(B // 2)  # the rule the cache above used
     for p, other in masked.items():
         kl = kl_per_position(full, other)[B:].mean()
         same = np.mean(other[B:].argmax(-1) == full[B:].argmax(-1))
