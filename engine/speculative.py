@@ -254,17 +254,6 @@ def speculative_generate(model: Transformer, prompt, max_new_tokens: int, drafte
     return SpeculativeRun(prompt, ids, first, rounds)
 
 
-def greedy_ids(model: Transformer, prompt, max_new_tokens: int, eos_id: int | None = None) -> list[int]:
-    """Plain greedy decoding with the cache, one token per pass: the reference of the tests."""
-    cache = model.new_cache()
-    ids = check_ids(prompt, model.config.vocab_size).tolist()
-    feed, n = list(ids), len(ids)
-    while len(ids) - n < max_new_tokens and (len(ids) == n or ids[-1] != eos_id):
-        ids.append(int(np.argmax(to_numpy(model.forward(feed, cache=cache, last_only=True)[-1]))))
-        feed = ids[-1:]
-    return ids
-
-
 # --------------------------------------------------------------------------- costs
 #
 # A verification pass scores n tokens at once: engine.analysis.costs' block of n tokens after

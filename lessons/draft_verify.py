@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import functools
 
-from engine import load_course_model
-from engine.speculative import (LayerDrafter, NgramDrafter, estimate_time, greedy_ids, pass_bytes,
-                               speculative_generate)
+from engine import Generator, SamplingParams, load_course_model
+from engine.speculative import LayerDrafter, NgramDrafter, estimate_time, pass_bytes, speculative_generate
 from lessons import labels as L
 from lessons.base import select, slider
 from lessons.devices import DEVICES
@@ -61,7 +60,8 @@ def _greedy(ids: tuple[int, ...], n_new: int) -> tuple[int, ...]:
     """Plain greedy decoding of the same prompt, the text to compare with. Cached: it depends on
     the prompt and the length only, so changing K or the draft does not decode it again."""
     model, tok = load_course_model()
-    return tuple(greedy_ids(model, list(ids), n_new, eos_id=tok.eos_id))
+    steps = Generator(model, tok, SamplingParams(temperature=0), n_top=0).generate(list(ids), n_new)
+    return tuple(ids) + tuple(s.token_id for s in steps)
 
 
 def _drafter(key: str):

@@ -5,11 +5,18 @@ import pytest
 
 from engine import BlockPool, KVCache, Transformer, load_course_model
 from engine.analysis import costs
-from engine.speculative import (LayerDrafter, NgramDrafter, estimate_time, greedy_ids, pass_bytes,
+from engine import Generator, SamplingParams
+from engine.speculative import (LayerDrafter, NgramDrafter, estimate_time, pass_bytes,
                                 pass_flops, roofline_seconds, speculative_generate, truncated_model)
 
 
 KS = (0, 1, 2, 3, 5, 8)
+
+
+def greedy_ids(model, tok, ids, n: int, stop_at_eos: bool = True) -> list[int]:
+    """The reference: plain greedy decoding by the engine's Generator, one token per pass."""
+    steps = Generator(model, tok, SamplingParams(temperature=0), n_top=0).generate(list(ids), n, stop_at_eos=stop_at_eos)
+    return list(ids) + [s.token_id for s in steps]
 
 
 @pytest.fixture(scope="module")
@@ -33,31 +40,20 @@ PROMPTS = ["The cat sat", "Once upon a time", "The dog ran to the", "Tom said to
 def test_course_model_output_equals_greedy_for_every_drafter_and_k(course, prompt):
     model, tok = course
     ids = tok.encode(prompt)
-    want = greedy_ids(model, ids, 30, eos_id=tok.eos_id)
+    want = greedy_ids(model, tok, ids, 30)
     for drafter in drafters(model):
         for k in KS:
             run = speculative_generate(model, ids, 30, drafter, k, eos_id=tok.eos_id)
             assert run.ids == want, (prompt, drafter.kind, k)
 
 
-def test_greedy_reference_is_the_generator_at_temperature_zero(course):
-    """greedy_ids, the tests' reference, is what the engine's Generator writes with argmax."""
-    from engine import Generator, SamplingParams
-
-    model, tok = course
-    for prompt in ("The cat sat", "小貓坐在"):
-        steps = Generator(model, tok, SamplingParams(temperature=0.0), n_top=0).generate(prompt, 25)
-        assert greedy_ids(model, tok.encode(prompt), 25, eos_id=tok.eos_id)[len(tok.encode(prompt)):] == \
-            [s.token_id for s in steps]
-
-
 @pytest.mark.parametrize("seed", range(6))
-def test_random_model_output_equals_greedy(seed, make_config):
+def test_random_model_output_equals_greedy(seed, make_config, tok):
     cfg = make_config(n_layers=3, max_seq_len=64)
     model = Transformer.random(cfg, seed=seed)
     rng = np.random.default_rng(seed)
     ids = [int(t) for t in rng.integers(0, 256, size=int(rng.integers(1, 12)))]
-    want = greedy_ids(model, ids, 40)
+    want = greedy_ids(model, tok, ids, 40, stop_at_eos=False)
     for drafter in drafters(model):
         for k in KS:
             assert speculative_generate(model, ids, 40, drafter, k).ids == want

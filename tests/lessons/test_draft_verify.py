@@ -2,7 +2,8 @@
 rollbacks, and the time estimate follows the engine's cost model."""
 import pytest
 
-from engine.speculative import LayerDrafter, NgramDrafter, estimate_time, greedy_ids, pass_bytes, speculative_generate
+from engine import Generator, SamplingParams
+from engine.speculative import LayerDrafter, NgramDrafter, estimate_time, pass_bytes, speculative_generate
 from lessons import draft_verify, registry
 from lessons.base import LessonInputError
 from lessons.devices import DEVICES
@@ -22,7 +23,7 @@ def test_text_equals_greedy_and_rounds_add_up(course, drafter, prompt):
     model, tok = course
     out = check_output(registry.run("draft_verify", {"prompt": prompt, "drafter": drafter, "k": 3, "tokens": 20}, "en"))
     ids = tok.encode(prompt)
-    greedy = tok.decode(greedy_ids(model, ids, 20, eos_id=tok.eos_id)[len(ids):])
+    greedy = tok.decode([s.token_id for s in Generator(model, tok, SamplingParams(temperature=0), n_top=0).generate(ids, 20)])
     assert out["notes"][0] == f"Generated “{greedy}”: the same text as plain greedy decoding, token for token."
     cache = records(out["figures"][1]["table"])
     rounds = records(out["figures"][0]["table"])
