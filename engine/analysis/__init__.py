@@ -2,6 +2,6 @@
 
     costs         FLOPs and bytes of prefill and decode steps, KV cache sizes
     serving       batches, paged slots, requests that fit on a GPU
-    model_shapes  real model shapes (Llama 3 8B/70B, Llama 2 7B, Mistral 7B, GPT-2)
+    model_shapes  real model shapes (Llama 3 8B/70B, Llama 2 7B, Mistral 7B v0.1, GPT-2)
     scheduler     the serving scheduler (when present)
 """
