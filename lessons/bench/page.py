@@ -7,8 +7,11 @@ Roofline (achieved bandwidth as a share of the device's peak), that share agains
 context, and the gap between each step and its physical floor, bytes / peak bandwidth.
 Beside a GPU file it shows what was measured with it (``engine/bench_results/baselines``): the same
 step in Hugging Face transformers and the kernel launches per step, and the launches of
-the fused step (engine/gpu) counted on a CPU. Every number comes from a results file or a
-committed log; a device kind with no file says so instead of showing anything.
+the fused step (engine/gpu) counted on a CPU. A GPU session of python -m tools.bench.gpu_check
+(``engine/bench_results/gpu_checks/*.json``) adds the fused step replayed as a CUDA graph beside
+that per-op "before", with transformers, the floor and issue 17's goals judged. Every number
+comes from a results file or a committed log; a device kind with no file says so instead of
+showing anything.
 """
 from __future__ import annotations
 
@@ -33,6 +36,12 @@ SHAPE_LABELS = {
 
 _RESULTS = store.load_all()  # stem -> document; read once per process
 _BASELINES = baseline.load_all()
+
+
+@functools.lru_cache(maxsize=1)
+def _gpu_checks() -> dict[str, dict]:
+    """stem -> a gpu_check document measured on a GPU (engine/bench_results/gpu_checks/)."""
+    return store.load_gpu_checks()
 _SHAPES = [k for k in SHAPE_LABELS if any(r["shape"] == k for d in _RESULTS.values() for r in d["runs"])]
 # The largest shape first: it is the one a GPU file says most about.
 _DEFAULT_SHAPE = "llama3-8b" if "llama3-8b" in _SHAPES else (_SHAPES[0] if _SHAPES else "course")
@@ -513,13 +522,18 @@ def launch_bound_note(doc: dict, b: baseline.Baseline, lang: str) -> str:
 
 def fused_note(n_layers: int, lang: str) -> str:
     n = _fused_launches(n_layers)
-    return t({"en": (f"The fused step in engine/gpu computes the same step in {n} launches for {n_layers} layers "
-                     f"(counted on a CPU by a NumPy backend that records every call). Its CUDA kernels are written "
-                     f"(engine/gpu/kernels/*.cu): the tests run them on a CPU and they compile for sm_90, but no GPU "
-                     f"has timed them yet, so the GPU numbers above are all the per-op engine's."),
-              "zh-TW": (f"engine/gpu 的融合步驟只要 {n} 次啟動就算完 {n_layers} 層的同一步（在 CPU 上用一個會記下每次呼叫的 "
-                        f"NumPy 後端數出來的）。它的 CUDA kernel 已經寫好了（engine/gpu/kernels/*.cu）：測試會在 CPU 上執行它們，"
-                        f"也能替 sm_90 編譯，但還沒有在任何 GPU 上量過時間，所以上面的 GPU 數字全都來自逐一運算的引擎。")}, lang)
+    head = {"en": (f"The fused step in engine/gpu computes the same step in {n} launches for {n_layers} layers "
+                   f"(counted on a CPU by a NumPy backend that records every call). Its CUDA kernels are written "
+                   f"(engine/gpu/kernels/*.cu): the tests run them on a CPU and they compile for sm_90"),
+            "zh-TW": (f"engine/gpu 的融合步驟只要 {n} 次啟動就算完 {n_layers} 層的同一步（在 CPU 上用一個會記下每次呼叫的 "
+                      f"NumPy 後端數出來的）。它的 CUDA kernel 已經寫好了（engine/gpu/kernels/*.cu）：測試會在 CPU 上執行它們，"
+                      f"也能替 sm_90 編譯")}
+    if _gpu_checks():
+        return t({"en": head["en"] + "; the figure of the CUDA graph step shows it timed on a GPU, beside these numbers.",
+                  "zh-TW": head["zh-TW"] + "；它在 GPU 上實測的時間，見 CUDA graph 那張圖，和這裡的數字並排。"}, lang)
+    return t({"en": head["en"] + (", but no GPU has timed them yet, so the GPU numbers above are all the per-op "
+                                  "engine's."),
+              "zh-TW": head["zh-TW"] + "，但還沒有在任何 GPU 上量過時間，所以上面的 GPU 數字全都來自逐一運算的引擎。"}, lang)
 
 
 def absence_notes(lang: str) -> list[str]:
@@ -533,6 +547,105 @@ def absence_notes(lang: str) -> list[str]:
         notes.append(t({"en": "No GPU results have been measured yet.",
                         "zh-TW": "目前還沒有任何 GPU 的量測結果。"}, lang))
     return notes
+
+
+# --------------------------------------------------------------------------- the CUDA graph step (gpu_check)
+
+GOAL_NAMES = {  # tools/bench/gpu_check.py's GOALS (issue 17), as a reader reads them
+    "llama_8192_pct_peak": {"en": "Llama-3-8B × 4 at 8,192: % of the peak bandwidth",
+                            "zh-TW": "Llama-3-8B × 4、上下文 8,192：峰值頻寬的百分比"},
+    "llama_8192_vs_transformers": {"en": "Llama-3-8B × 4 at 8,192: times faster than transformers eager",
+                                   "zh-TW": "Llama-3-8B × 4、上下文 8,192：比 transformers eager 快幾倍"},
+    "llama_growth_128_to_32768": {"en": "cached step at 32,768 ÷ at 128",
+                                  "zh-TW": "使用快取的一步：上下文 32,768 ÷ 128"},
+    "course_ms_per_step": {"en": "course model: ms per step", "zh-TW": "課程模型：每步毫秒數"},
+    "gpt2_cache_speedup_1023": {"en": "GPT-2 small at 1,023: speedup from the cache",
+                                "zh-TW": "GPT-2 small、上下文 1,023：快取帶來的加速"},
+}
+
+
+def _before(shape: str = "llama3-8b", dtype: str = "float16") -> dict[int, float]:
+    """context -> seconds per cached step of the per-op engine on a GPU (the committed CuPy files)."""
+    out = {}
+    for doc in _RESULTS.values():
+        if doc["provenance"]["backend"] == "cupy":
+            for run in doc["runs"]:
+                if run["shape"] == shape and run["dtype"] == dtype:
+                    out.update({p["context"]: p["decode_cached"]["median_s"] for p in run["points"]})
+    return out
+
+
+def _commit(doc: dict) -> str:
+    git = doc.get("git") or {}
+    return (git.get("commit") or "?")[:7] + ("+" if git.get("dirty") else "")
+
+
+def _graph_step(lang: str):
+    """Per context: the fused step replayed as a CUDA graph and launched eagerly (each gpu_check
+    file), the per-op engine of the committed CuPy file (before), transformers, and the floor."""
+    before, data, rows = _before(), [], []
+    after = t({"en": "after", "zh-TW": "之後"}, lang)
+    ways = (("graph_us", {"en": "fused step, CUDA graph", "zh-TW": "融合步驟，CUDA graph"}, "solid"),
+            ("eager_us", {"en": "fused step, launched one by one", "zh-TW": "融合步驟，逐一啟動"}, "dot"))
+    for i, doc in enumerate(_gpu_checks().values()):
+        color, sweep, peak = SEQUENCE[i % len(SEQUENCE)], doc["sweep"], doc["peak_bandwidth"]["value"]
+        who = f"{doc['device']['name']} {_commit(doc)}"
+        step_s = {key: {p["context"]: p[key] * 1e-6 for p in sweep if key in p} for key, _, _ in ways}
+        hf = {r["context"]: r["transformers"]["median_s"] for r in doc.get("transformers", [])}
+        for key, name, dash in ways:
+            if step_s[key]:
+                data.append({"type": "scatter", "mode": "lines+markers", "name": f"{after}: {t(name, lang)} ({who})",
+                             "x": list(step_s[key]), "y": floats([v * 1e3 for v in step_s[key].values()]),
+                             "line": {"color": color, "dash": dash}})
+        if hf:
+            data.append({"type": "scatter", "mode": "markers", "name": f"transformers eager ({who})", "x": list(hf),
+                         "y": floats([v * 1e3 for v in hf.values()]), "marker": {"color": color, "symbol": "x", "size": 9}})
+        data.append({"type": "scatter", "mode": "lines", "name": t({"en": "floor: bytes ÷ peak bandwidth",
+                                                                    "zh-TW": "下限：位元組 ÷ 峰值頻寬"}, lang),
+                     "x": [p["context"] for p in sweep], "y": floats([p["bytes"] / peak * 1e3 for p in sweep]),
+                     "line": {"color": COLORS["grey"], "dash": "dash"}})
+        for p in sweep:
+            c = p["context"]
+            best = step_s["graph_us"].get(c, step_s["eager_us"][c])
+            cell = lambda d: _ms(d[c]) if c in d else "—"  # noqa: E731
+            rows.append([who, c, cell(step_s["graph_us"]), cell(step_s["eager_us"]), cell(before), cell(hf),
+                         _ms(p["bytes"] / peak), float(f"{100 * p['bytes'] / best / peak:.3g}")])
+    if before:
+        data.append({"type": "scatter", "mode": "lines+markers", "name": t({"en": "before: the per-op engine (CuPy)",
+                                                                           "zh-TW": "之前：逐一運算的引擎（CuPy）"}, lang),
+                     "x": list(before), "y": floats([v * 1e3 for v in before.values()]), "line": {"color": COLORS["orange"]}})
+    title = t({"en": "Llama-3-8B shape × 4 layers, float16: the fused step as one CUDA graph, against the per-op engine",
+               "zh-TW": "Llama-3-8B 形狀 × 4 層、float16：整步錄成一個 CUDA graph 的融合步驟，和逐一運算的引擎對照"}, lang)
+    lay = layout(t(CTX_LOG, lang), t({"en": "time per step (ms, log)", "zh-TW": "每步時間（毫秒，對數）"}, lang),
+                 xaxis={"type": "log"}, yaxis={"type": "log"})
+    cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang), t({"en": "CUDA graph (ms)", "zh-TW": "CUDA graph（毫秒）"}, lang),
+            t({"en": "launched one by one (ms)", "zh-TW": "逐一啟動（毫秒）"}, lang),
+            t({"en": "before: per-op engine (ms)", "zh-TW": "之前：逐一運算的引擎（毫秒）"}, lang),
+            t({"en": "transformers eager (ms)", "zh-TW": "transformers eager（毫秒）"}, lang),
+            t({"en": "floor (ms)", "zh-TW": "下限（毫秒）"}, lang),
+            t({"en": "% of peak bandwidth", "zh-TW": "峰值頻寬的百分比"}, lang)]
+    return figure("graph_step", title, data, lay, cols, rows)
+
+
+def goals_table(stem: str, doc: dict, lang: str) -> dict:
+    """Issue 17's goals as the gpu_check file judged them, with where the file came from."""
+    verdict = {True: {"en": "met", "zh-TW": "達成"}, False: {"en": "not met", "zh-TW": "未達成"},
+               None: {"en": "not measured", "zh-TW": "沒有量到"}}
+    rows = []
+    for name, g in doc["goals"].items():
+        sign = "≤" if g.get("at_most") else "≥"
+        value = "—" if g["value"] is None else float(f"{g['value']:.3g}")
+        rows.append([t(GOAL_NAMES.get(name, {"en": name, "zh-TW": name}), lang), value, f"{sign} {g['target']:g}",
+                     t(verdict[g["met"]], lang)])
+    tests = doc.get("tests", {})
+    rows.append([t({"en": "GPU tests", "zh-TW": "GPU 測試"}, lang), tests.get("summary", "—"), "",
+                 t({"en": "passed", "zh-TW": "通過"} if tests.get("passed") else {"en": "failed", "zh-TW": "未通過"}, lang)])
+    title = t({"en": f"Goals, measured on {doc['device']['name']} at commit {_commit(doc)} ({doc['started'][:10]}): "
+                     f"engine/bench_results/gpu_checks/{stem}.json",
+               "zh-TW": f"目標：{doc['device']['name']} 上實測，commit {_commit(doc)}（{doc['started'][:10]}）；"
+                        f"檔案 engine/bench_results/gpu_checks/{stem}.json"}, lang)
+    return table(title, [t({"en": "goal", "zh-TW": "目標"}, lang), t({"en": "measured", "zh-TW": "實測"}, lang),
+                         t({"en": "target", "zh-TW": "門檻"}, lang), t({"en": "verdict", "zh-TW": "結果"}, lang)], rows)
 
 
 # --------------------------------------------------------------------------- run
@@ -566,6 +679,9 @@ def run(values: dict, lang: str) -> dict:
     figures = [_latency(series, lang), _speedup(series, lang), _memory(series, lang), _roofline(series, lang),
                _peak_share(series, lang), _floor(series, lang)]
     gpu_figures, gpu_tables, gpu_notes = _gpu_parts(docs, values["shape"], lang)
+    if values["shape"] == "llama3-8b" and _gpu_checks():
+        gpu_figures.append(_graph_step(lang))
+        gpu_tables += [goals_table(stem, doc, lang) for stem, doc in _gpu_checks().items()]
     figures = [f for f in figures + gpu_figures if f["figure"]["data"]]
     tables = [provenance_table(stem, doc, lang) for stem, doc in docs.items()] + gpu_tables
     return {"figures": figures, "tables": tables, "notes": gpu_notes + summary_notes(series, lang) + notes}

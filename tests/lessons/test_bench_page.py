@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from lesson_checks import check_both_languages, check_describe, check_output, numbers, records, run_json_ok
+from lesson_checks import check_both_languages, check_describe, check_output, number, numbers, records, run_json_ok
 
 from lessons import registry
 from lessons.bench import page as bench_page
@@ -223,3 +223,67 @@ def test_every_string_uses_the_terminology_tables_terms():
                 texts += strings_of(registry.run("bench_results", {"results": results, "shape": shape}, lang))
         found |= {(lang, concept, word) for text in texts for concept, word in variants(text, lang)}
     assert not found
+
+
+# --------------------------------------------------------------------------- gpu_check files (the CUDA graph step)
+
+
+def _gpu_check_doc() -> dict:
+    """A gpu_check document as the command writes it (the fields the page reads), with round
+    numbers chosen here: 8 us eager and 2 us graph per 1,000,000 bytes, transformers at 8192."""
+    sweep = [{"context": c, "steps": 50, "bytes": b, "eager_us": 8e-6 * b, "graph_us": 2e-6 * b, "tb_s": 0.5,
+              "pct_peak": 0.0} for c, b in ((128, 2_000_000_000), (8192, 2_100_000_000), (32768, 2_500_000_000))]
+    return {"kind": "gpu_check", "dry_run": False, "started": "2026-12-24T10:00:00Z",
+            "git": {"commit": "abcdef0123456789", "dirty": False}, "device": {"kind": "gpu", "name": "NVIDIA H200"},
+            "peak_bandwidth": {"value": 4.8e12, "source": "spec", "note": "datasheet"}, "sweep": sweep,
+            "transformers": [{"context": 8192, "transformers": {"median_s": 0.0029}, "engine": {"median_s": 0.016}}],
+            "tests": {"ran": True, "passed": True, "summary": "38 passed in 20.0s"},
+            "goals": {"llama_8192_pct_peak": {"value": 43.75, "target": 60.0, "at_least": True, "met": False},
+                      "course_ms_per_step": {"value": None, "target": 0.5, "at_most": True, "met": None}}}
+
+
+def test_without_a_gpu_check_file_the_page_says_the_fused_step_is_untimed():
+    assert not bench_page._gpu_checks()  # none committed yet: no GPU was lent to time it
+    out = registry.run("bench_results", {"shape": "llama3-8b"}, "en")
+    assert "graph_step" not in [f["key"] for f in out["figures"]]
+    assert any("no GPU has timed them yet" in n for n in out["notes"])
+
+
+def test_a_gpu_check_file_is_drawn_beside_the_per_op_engine(monkeypatch):
+    doc = _gpu_check_doc()
+    monkeypatch.setattr(bench_page, "_gpu_checks", lambda: {"h200-abcdef0": doc})
+    h200 = next(d for d in _docs().values() if d["provenance"]["backend"] == "cupy")
+    before = {p["context"]: p["decode_cached"]["median_s"] * 1e3 for r in h200["runs"]
+              if r["shape"] == "llama3-8b" and r["dtype"] == "float16" for p in r["points"]}
+    for lang in ("en", "zh-TW"):
+        out = check_output(registry.run("bench_results", {"shape": "llama3-8b"}, lang))
+        fig = next(f for f in out["figures"] if f["key"] == "graph_step")
+        rows = [[number(c) if c != "—" and i else c for i, c in enumerate(r)] for r in fig["table"]["rows"]]
+        assert [r[1] for r in rows] == [128, 8192, 32768]
+        # graph 2 us and eager 8 us per MB: 4 ms and 16 ms at 2,000,000,000 bytes
+        assert rows[0][2:4] == [4.0, 16.0] and rows[1][2:4] == [4.2, 16.8]
+        assert rows[0][4] == pytest.approx(before[128], rel=1e-3)  # before: the committed H200 file
+        assert rows[1][5] == 2.9 and rows[0][5] == "—"  # transformers only where it was timed
+        assert rows[0][6] == pytest.approx(2e9 / 4.8e12 * 1e3, rel=1e-3)  # the floor
+        assert rows[0][7] == pytest.approx(100 * 2e9 / 4e-3 / 4.8e12, rel=5e-3)  # % of peak (3 digits), from the graph
+        goals = next(tb for tb in out["tables"] if "gpu_checks/h200-abcdef0.json" in tb["title"])
+        assert "abcdef0" in goals["title"] and len(goals["rows"]) == 3  # two goals and the GPU tests
+    notes = registry.run("bench_results", {"shape": "llama3-8b"}, "en")["notes"]
+    assert any("timed on a GPU" in n for n in notes) and not any("no GPU has timed" in n for n in notes)
+
+
+def test_only_a_gpu_check_measured_on_a_gpu_is_published(tmp_path):
+    from engine.bench_results import store
+
+    doc = _gpu_check_doc()
+    assert store.check_gpu_check(doc) is doc
+    for change, why in (({"dry_run": True}, "not measured on a GPU"), ({"device": {"kind": "cpu", "name": "Xeon"}},
+                         "not measured on a GPU"), ({"kind": "bench"}, "not a gpu_check document")):
+        with pytest.raises(ValueError, match=why):
+            store.check_gpu_check({**doc, **change})
+    broken = dict(doc)
+    del broken["sweep"]
+    with pytest.raises(ValueError, match="has no 'sweep'"):
+        store.check_gpu_check(broken)
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"bench_results/gpu_checks/*.json"' in text  # committed ones travel in the wheel

@@ -53,6 +53,17 @@ def test_a_dry_run_writes_every_section(tmp_path, monkeypatch):
     assert sweep[0]["bytes"] < sweep[1]["bytes"] < sweep[2]["bytes"]  # more K/V read per step
     assert doc["cache"]["uncached_us"] > 0 and doc["tests"]["ran"] is False
     assert all(g["met"] is None for g in doc["goals"].values())  # a CPU stand-in proves no GPU goal
+    # the benchmark page reads this very format; a dry run itself is never published
+    from engine.bench_results import store
+    from lessons.bench import page
+
+    with pytest.raises(ValueError, match="not measured on a GPU"):
+        store.check_gpu_check(doc)
+    as_gpu = store.check_gpu_check({**doc, "dry_run": False, "device": {"kind": "gpu", "name": "Stand-in GPU"}})
+    monkeypatch.setattr(page, "_gpu_checks", lambda: {"stand-in": as_gpu})
+    fig = page._graph_step("en")
+    assert [r[1] for r in fig["table"]["rows"]] == ["8", "16", "32"]
+    assert page.goals_table("stand-in", as_gpu, "en")["rows"][0][-1] == "not measured"
 
 
 def _point(ctx, us):
