@@ -15,12 +15,17 @@ RESULTS_PACKAGE = "engine.bench_results"
 RESULTS_DIR = "results"
 
 
-def result_names() -> list[str]:
-    """Stems of the committed results files, sorted (e.g. ['cpu-numpy-intel-xeon-processor'])."""
-    folder = resources.files(RESULTS_PACKAGE).joinpath(RESULTS_DIR)
+def _json_stems(folder_name: str) -> list[str]:
+    """Stems of the .json files of one package-data folder, sorted ([] without the folder)."""
+    folder = resources.files(RESULTS_PACKAGE).joinpath(folder_name)
     if not folder.is_dir():
         return []
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def result_names() -> list[str]:
+    """Stems of the committed results files, sorted (e.g. ['cpu-numpy-intel-xeon-processor'])."""
+    return _json_stems(RESULTS_DIR)
 
 
 def load_result(name: str) -> dict:
@@ -48,10 +53,7 @@ GPU_CHECKS_DIR = "gpu_checks"
 
 def gpu_check_names() -> list[str]:
     """Stems of the committed gpu_check documents, sorted."""
-    folder = resources.files(RESULTS_PACKAGE).joinpath(GPU_CHECKS_DIR)
-    if not folder.is_dir():
-        return []
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+    return _json_stems(GPU_CHECKS_DIR)
 
 
 def check_gpu_check(doc: dict, name: str = "gpu_check document") -> dict:
