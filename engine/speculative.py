@@ -19,6 +19,8 @@ One round, with the big model's cache holding every token but the newest (``pend
        correction when d_(a+1) was rejected, a bonus when every draft token was accepted);
     4. roll the cache back with ``truncate`` to the tokens that stay: pending + d1 .. da.
        The rejected drafts' keys and values are dropped; g_a becomes the new pending token.
+       An accepted end-of-text token ends the text there: the round keeps d1 .. d_eos, the
+       guesses after it are thrown away like rejected ones, and no token of the model's own follows.
 
 Every token that stays is the model's own greedy choice given the text before it, so the
 output equals plain greedy decoding (up to float rounding ties: a pass over several tokens
@@ -145,7 +147,8 @@ class Round:
 
     drafted: list[int]  # the drafter's guesses, in order
     accepted: int  # how many of them the model agreed with (a prefix)
-    correction: int  # the model's own token after the accepted ones
+    correction: int | None  # the model's own token after the accepted ones; None when the text
+    #                         ended (end-of-text) inside the accepted guesses: nothing follows it
     cache_before: int  # the model's cache length when the round began
     cache_peak: int  # after the verification pass wrote every fed token
     cache_after: int  # after the rollback (= truncated to, when there was one)
@@ -159,16 +162,21 @@ class Round:
     def bonus(self) -> bool:
         """Every guess accepted: the model's extra token is a free bonus, not a correction
         (a round without guesses is a plain decode step: neither)."""
-        return bool(self.drafted) and self.accepted == len(self.drafted)
+        return bool(self.drafted) and self.accepted == len(self.drafted) and self.correction is not None
 
     @property
     def rolled_back(self) -> bool:
         return self.cache_after < self.cache_peak
 
     @property
+    def ended(self) -> bool:
+        """The text ended inside this round's accepted guesses (an accepted end-of-text token)."""
+        return self.correction is None
+
+    @property
     def new_tokens(self) -> list[int]:
         """What the round added to the text: the accepted guesses and the model's own token."""
-        return self.drafted[: self.accepted] + [self.correction]
+        return self.drafted[: self.accepted] + ([] if self.correction is None else [self.correction])
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "rejected": self.rejected, "bonus": self.bonus}
@@ -239,11 +247,13 @@ def speculative_generate(model: Transformer, prompt, max_new_tokens: int, drafte
         accepted = 0
         while accepted < len(drafted) and drafted[accepted] == int(choice[accepted]):
             accepted += 1
+        correction = int(choice[accepted])
+        if eos_id is not None and eos_id in drafted[:accepted]:  # the text ends at an accepted guess:
+            accepted, correction = drafted.index(eos_id) + 1, None  # the guesses after it are thrown away
         peak = cache.length
         cache.truncate(before + 1 + accepted)  # keep pending + the accepted guesses
         drafter.rollback(len(ids) + accepted)
-        r = Round(drafted, accepted, int(choice[accepted]), before, peak, cache.length,
-                  list(getattr(drafter, "feeds", [])))
+        r = Round(drafted, accepted, correction, before, peak, cache.length, list(getattr(drafter, "feeds", [])))
         rounds.append(r)
         new = r.new_tokens
         if eos_id is not None and eos_id in new:

@@ -20,7 +20,7 @@ TITLE = {"en": "Speculative decoding: draft, verify, roll back", "zh-TW": "推�
 
 DEVICE = "h200_sxm"  # the device of the time estimate (lessons/devices.py: published peaks)
 DRAFTERS = {
-    "layers1": {"en": "The model's first layer", "zh-TW": "模型的第一層"},
+    "layers1": {"en": "The model's first layer", "zh-TW": "模型的前 1 層"},
     "layers2": {"en": "The model's first 2 layers", "zh-TW": "模型的前 2 層"},
     "ngram": {"en": "n-gram lookup in the text", "zh-TW": "在文字裡搜尋 n-gram"},
 }
@@ -75,26 +75,33 @@ def _pieces(tok, ids) -> str:
 def _figure_rounds(tok, run, lang) -> dict:
     rounds = run.rounds
     y = [_round(i, lang) for i in range(1, len(rounds) + 1)]
-    counts = {"accepted": [r.accepted for r in rounds], "own": [1] * len(rounds),
+    own = [[] if r.ended else [r.correction] for r in rounds]  # none once the text ended at an accepted guess
+    counts = {"accepted": [r.accepted for r in rounds], "own": [len(o) for o in own],
               "rejected": [len(r.rejected) for r in rounds]}
     hover = {"accepted": [_pieces(tok, r.drafted[: r.accepted]) for r in rounds],
-             "own": [_pieces(tok, [r.correction]) for r in rounds], "rejected": [_pieces(tok, r.rejected) for r in rounds]}
+             "own": [_pieces(tok, o) for o in own], "rejected": [_pieces(tok, r.rejected) for r in rounds]}
     data = [{"type": "bar", "orientation": "h", "name": t(lbl, lang), "y": y, "x": counts[key], "customdata": hover[key],
              "marker": {"color": color}, "hovertemplate": f"%{{customdata}}<extra>{t(lbl, lang)}</extra>"}
             for key, (lbl, color) in STATUS.items()]
-    title = t({"en": "Each pass of the model: guesses kept, its own token, guesses thrown away",
-               "zh-TW": "模型每次執行：留下的猜測、它自己的詞元、丟掉的猜測"}, lang)
+    title = t({"en": "Each pass of the model: accepted guesses, the model's own token, rejected guesses",
+               "zh-TW": "模型每次執行：被接受的猜測、模型自己的詞元、被拒絕的猜測"}, lang)
     lay = layout(t(L.TOKENS, lang), "", barmode="stack", yaxis={"autorange": "reversed", "type": "category"},
                  legend={"traceorder": "normal"},
                  height=max(260, 60 + 24 * len(rounds)))
-    own = {"en": "model's own token", "zh-TW": "模型自己的詞元"}
     cols = [t(ROUND, lang), t({"en": "guesses", "zh-TW": "猜測"}, lang), t(STATUS["accepted"][0], lang),
-            t(STATUS["rejected"][0], lang), t(own, lang), t({"en": "kind", "zh-TW": "種類"}, lang)]
-    kind = lambda r: t({"en": "bonus", "zh-TW": "紅利"} if r.bonus else
-                       {"en": "correction", "zh-TW": "修正"} if r.drafted else {"en": "no guess", "zh-TW": "沒有猜測"}, lang)
+            t(STATUS["rejected"][0], lang), t(STATUS["own"][0], lang), t({"en": "kind", "zh-TW": "種類"}, lang)]
     rows = [[y[i], _pieces(tok, r.drafted), _pieces(tok, r.drafted[: r.accepted]), _pieces(tok, r.rejected),
-             _pieces(tok, [r.correction]), kind(r)] for i, r in enumerate(rounds)]
+             _pieces(tok, own[i]), t(_kind(r, tok.eos_id), lang)] for i, r in enumerate(rounds)]
     return figure("rounds", title, data, lay, cols, rows)
+
+
+def _kind(r, eos_id: int) -> dict:
+    """What the round's last token was: the end of the text, a bonus, a correction, or a plain step."""
+    if r.ended or r.correction == eos_id:
+        return {"en": "end of text", "zh-TW": "文字結束"}
+    if r.bonus:
+        return {"en": "bonus", "zh-TW": "紅利"}
+    return {"en": "correction", "zh-TW": "修正"} if r.drafted else {"en": "no guess", "zh-TW": "沒有猜測"}
 
 
 def _figure_cache(run, lang) -> dict:
@@ -150,10 +157,10 @@ def _draft_note(model, drafter, context: int, lang) -> list[str]:
     share = fmt_percent(pass_bytes(drafter.draft.config, context, 1) / pass_bytes(model.config, context, 1))
     n, total = drafter.draft.config.n_layers, model.config.n_layers
     return [t({"en": f"One step of the draft model ({n} of {total} layers) moves {share} of the bytes of a step of the "
-                     "model: like the model, it looks up one embedding row and reads the whole output head. A draft "
-                     "pays off when it is much cheaper than the model and still guesses well.",
-               "zh-TW": f"草稿模型（{total} 層中的 {n} 層）走一步，搬動的位元組是模型走一步的 {share}：它和模型一樣，要查一次"
-                        "嵌入向量，還要把整個輸出層讀一遍。草稿模型要比模型便宜得多、又猜得準，才划算。"}, lang)]
+                     f"model at a context of {context} tokens: like the model, it looks up one embedding row and reads "
+                     "the whole output head. A draft pays off when it is much cheaper than the model and still guesses well.",
+               "zh-TW": f"上下文 {context} 個詞元時，草稿模型（{total} 層中的 {n} 層）走一步，搬動的位元組是模型走一步的 {share}："
+                        "它和模型一樣，要查一次嵌入向量，還要把整個輸出層讀一遍。草稿模型要比模型便宜得多、又猜得準，才划算。"}, lang)]
 
 
 def _notes(tok, run, same, est, drafter, lang) -> list[str]:
@@ -162,13 +169,23 @@ def _notes(tok, run, same, est, drafter, lang) -> list[str]:
              {"en": "NOT the same as greedy decoding here (a float rounding tie)", "zh-TW": "這次和貪婪解碼不同（浮點數捨入造成平手）"})
     n_acc = sum(r.accepted for r in run.rounds)
     n_draft = sum(len(r.drafted) for r in run.rounds)
-    rate = fmt_percent(n_acc / n_draft) if n_draft else "—"
     per = fmt_num(run.tokens_per_pass)
+    guesses = ({"en": f"{n_acc} of {n_draft} guesses accepted ({fmt_percent(n_acc / n_draft)}).",
+                "zh-TW": f"{n_draft} 個猜測中有 {n_acc} 個被接受（{fmt_percent(n_acc / n_draft)}）。"} if n_draft else
+               {"en": "No guess was drafted in this run.", "zh-TW": "這次沒有提出任何猜測。"})
     out = [{"en": f"Generated “{text}”: {agree['en']}.", "zh-TW": f"產生的文字是「{text}」，{agree['zh-TW']}。"},
            {"en": f"{run.passes} passes of the model wrote {len(run.generated) - 1} tokens after the prefill: {per} tokens "
-                  f"per pass (greedy decoding: 1). {n_acc} of {n_draft} guesses accepted ({rate}).",
+                  f"per pass (greedy decoding: 1). " + guesses["en"],
             "zh-TW": f"預填之後，模型執行 {run.passes} 次，寫出 {len(run.generated) - 1} 個詞元，平均每次 {per} 個"
-                     f"（貪婪解碼是 1 個）。{n_draft} 個猜測中有 {n_acc} 個被接受（{rate}）。"}]
+                     f"（貪婪解碼是 1 個）。" + guesses["zh-TW"]}]
+    if run.ids[-1] == tok.eos_id:  # the model ended the text before the tokens asked for
+        n, eos = len(run.generated), tok.pieces([tok.eos_id])[0]
+        inside = bool(run.rounds) and run.rounds[-1].ended  # an accepted guess, not the model's own token
+        out.append({"en": f"The model wrote the end-of-text token {eos} as token {n}: generation stops there"
+                          + (", and what the draft guessed after it is thrown away with the rejected guesses."
+                             if inside else "."),
+                    "zh-TW": f"模型寫到第 {n} 個詞元時寫出結束詞元 {eos}，生成就在這裡結束"
+                             + ("；草稿在它後面猜的詞元，和被拒絕的猜測一樣丟掉。" if inside else "。")})
     saved = fmt_percent(abs(est.saved))
     out.append({"en": f"Estimated time {'saved' if est.saved >= 0 else 'lost'}: {saved} ({fmt_seconds(est.speculative_s)} "
                       f"instead of {fmt_seconds(est.greedy_s)}). Assumed: each pass takes the roofline's time for its "

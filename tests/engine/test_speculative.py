@@ -65,10 +65,10 @@ def test_a_round_adds_its_accepted_guesses_and_one_token_of_the_model(course):
     text = list(run.prompt) + [run.first]
     for r in run.rounds:
         assert 0 <= r.accepted <= len(r.drafted) <= 4
-        assert r.new_tokens == r.drafted[: r.accepted] + [r.correction]
+        assert r.new_tokens == r.drafted[: r.accepted] + ([] if r.ended else [r.correction])
         assert r.rejected == r.drafted[r.accepted :]
         text += r.new_tokens
-    assert text[: len(run.ids)] == run.ids
+    assert text == run.ids
     # a good drafter: more than one token per pass of the model on this repetitive text
     assert run.tokens_per_pass > 1.5
     assert any(r.bonus for r in run.rounds) and any(r.rejected for r in run.rounds)
@@ -285,3 +285,24 @@ def test_a_cache_too_small_for_the_draft_fails_before_writing(course):
     cache = KVCache(model.config, max_len=6)
     with pytest.raises(ValueError, match="KV cache is full"):
         speculative_generate(model, tok.encode("The cat sat"), 8, LayerDrafter(model, 1), 4, cache=cache)
+
+
+@pytest.mark.parametrize("prompt", ["我們今天", "The cat sat", "小貓坐在墊子上。小貓坐在"])
+def test_an_accepted_end_of_text_ends_the_round_and_the_text(course, prompt):
+    """The drafter may guess past <|eos|>; once the model accepts the end-of-text token the text
+    stops there, so the round keeps its guesses up to it, has no token of its own, and is the last."""
+    model, tok = course
+    ids = tok.encode(prompt)
+    seen = 0
+    for drafter in drafters(model):
+        for k in (4, 8):
+            run = speculative_generate(model, ids, 48, drafter, k, eos_id=tok.eos_id)
+            assert run.ids == greedy_ids(model, tok, ids, 48)
+            for i, r in enumerate(run.rounds):
+                assert tok.eos_id not in r.drafted[: r.accepted][:-1]  # nothing kept after an end-of-text
+                if r.ended:
+                    seen += 1
+                    assert i == len(run.rounds) - 1 and r.drafted[r.accepted - 1] == tok.eos_id == run.ids[-1]
+                    assert r.new_tokens == r.drafted[: r.accepted] and not r.bonus  # no token of its own
+                    assert r.cache_after == r.cache_before + 1 + r.accepted  # the guesses after it are dropped
+    assert seen, "no run of this prompt ended inside a round's accepted guesses"

@@ -35,11 +35,16 @@ def test_text_equals_greedy_and_rounds_add_up(course, drafter, prompt):
         assert number(c["cache before"]) == before
         assert number(c["after the pass"]) == before + 1 + n_drafted  # every fed token written
         if r["rejected guesses"] == "—":
-            assert c["truncated to"] == "—" and r["kind"] in ("bonus", "no guess")
+            assert c["truncated to"] == "—" and r["kind"] in ("bonus", "no guess", "end of text")
             before += 1 + n_drafted
-        else:  # a rejection: back to pending + the accepted guesses
-            assert number(c["truncated to"]) == before + 1 + n_acc and r["kind"] == "correction"
+        else:  # a rejection (or guesses past the end of the text): back to pending + the accepted guesses
+            assert number(c["truncated to"]) == before + 1 + n_acc and r["kind"] in ("correction", "end of text")
             before += 1 + n_acc
+    ended = rounds[-1]["kind"] == "end of text"
+    assert ended == ("<|eos|>" in rounds[-1]["accepted guesses"] + rounds[-1]["the model's own token"])
+    if ended:  # the text stops at the end-of-text token, and the page says so
+        assert rounds[-1]["accepted guesses"].endswith("<|eos|>") or rounds[-1]["the model's own token"] == "<|eos|>"
+        assert any("end-of-text token <|eos|>" in n for n in out["notes"])
 
 
 def test_the_cache_chart_steps_up_and_back(course):
