@@ -31,6 +31,11 @@ def config_for(key: str, dtype: str = "float16") -> Config:
     return config_from_shape(key, dtype=dtype)
 
 
+def trained_context(key: str) -> int | None:
+    """The context a real model was trained on, where it is shorter than its config allows."""
+    return None if key == COURSE else MODEL_SHAPES[key].trained_context
+
+
 def label(key: str, lang: str) -> str:
     """The model's name as readers see it ("Mistral 7B v0.1": the release the shape is)."""
     return COURSE_LABEL[lang] if key == COURSE else MODEL_SHAPES[key].display_name

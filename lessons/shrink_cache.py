@@ -89,7 +89,7 @@ def _figure_heads(cfg, context: int, lang):
     div, unit = _unit(max(sizes))
     labels = [("★ " if kv == cfg.n_kv_heads else "") + f"{kv} ({t(attention_name(H, kv), lang)})" for kv in kvs]
     shared = [t({"en": f"each KV head serves {H // kv} query head{'s' if H // kv > 1 else ''}",
-                 "zh-TW": f"每個 KV head 供 {H // kv} 個 query head 共用"}, lang) for kv in kvs]
+                 "zh-TW": f"每個 KV head 對應 {H // kv} 個 query head"}, lang) for kv in kvs]
     data = [_starred_bars(labels, sizes, div, [kv == cfg.n_kv_heads for kv in kvs], lang, customdata=shared)]
     title = t({"en": f"{H} query heads, fewer and fewer KV heads: the cache at {fmt_int(context)} tokens",
                "zh-TW": f"{H} 個 query head、越來越少的 KV head：{fmt_int(context)} 個詞元時的快取"}, lang)
@@ -147,11 +147,11 @@ def _figure_bits(cfg, context: int, lang):
     data = [_starred_bars(labels, sizes, div, [b == own for b in bits], lang)]
     title = t({"en": f"The cache at {fmt_int(context)} tokens, stored with fewer bits per number",
                "zh-TW": f"{fmt_int(context)} 個詞元的快取：每個數字少用幾個位元"}, lang)
-    lay = layout(t({"en": "bits per number (★ the model's own)",
-                           "zh-TW": "每個數字的位元數（★ 模型本身）"}, lang), unit,
+    lay = layout(t({"en": "bits per number (★ the model's own format)",
+                           "zh-TW": "每個數字的位元數（★ 模型原本的格式）"}, lang), unit,
                  showlegend=False, yaxis={"rangemode": "tozero"}, xaxis={"type": "category"})
     cols = [t(L.BITS_PER_NUMBER, lang), t(L.PER_TOKEN, lang), t(CACHE, lang),
-            t({"en": "share of the model's format", "zh-TW": "佔模型本身格式的比例"}, lang)]
+            t({"en": f"share of the model's own {fmt_int(own)} bits", "zh-TW": f"相對於原本 {fmt_int(own)} 位元的比例"}, lang)]
     rows = [[b, fmt_bytes(_size(cfg, 1, b)), fmt_bytes(s), fmt_percent(s / sizes[0])] for b, s in zip(bits, sizes)]
     return figure("bits", title, data, lay, cols, rows)
 
@@ -165,7 +165,7 @@ def _heads_note(cfg, name: str, lang) -> str:
     if KV == H:
         share = {"en": "every query head has its own KV head", "zh-TW": "每個 query head 都有自己的 KV head"}
     else:
-        share = {"en": f"each KV head is shared by {H // KV} query heads", "zh-TW": f"每個 KV head 由 {H // KV} 個 query head 共用"}
+        share = {"en": f"each KV head serves {H // KV} query heads", "zh-TW": f"每個 KV head 對應 {H // KV} 個 query head"}
     return t({"en": (f"{name} has {H} query heads and {KV} KV heads ({kind['en']}): {share['en']}. With one KV head (MQA) "
                      f"the cache would be 1/{H} of what {H} KV heads (MHA) hold."),
               "zh-TW": (f"{_zh(name)}有 {H} 個 query head、{KV} 個 KV head（{kind['zh-TW']}）：{share['zh-TW']}。只留一個 KV head（MQA）時，"
@@ -179,11 +179,18 @@ def _window_notes(cfg, context: int, W: int, lang) -> list[str]:
     if W >= context:
         notes.append(t({"en": f"The window ({fmt_int(W)}) is longer than the text ({fmt_int(context)}): nothing is dropped yet.",
                         "zh-TW": f"視窗（{fmt_int(W)}）比文字（{fmt_int(context)}）還長，所以目前還沒有丟掉任何位置。"}, lang))
+    reach = cfg.n_layers * W
+    if reach < cfg.max_seq_len:
+        far = {"en": f"can reach up to {fmt_int(reach)} positions back", "zh-TW": f"最遠可以從 {fmt_int(reach)} 個位置之前傳過來"}
+    else:  # L x W passes the context window: information can come from its very start
+        far = {"en": f"can come from anywhere in the {fmt_int(cfg.max_seq_len)}-token context window ({cfg.n_layers} × "
+                     f"{fmt_int(W)} is more than that)",
+               "zh-TW": f"可以來自 {fmt_int(cfg.max_seq_len)} 個詞元上下文視窗裡的任何位置（{cfg.n_layers} × {fmt_int(W)} 已經超過它）"}
     notes.append(t({"en": (f"Each layer reads only the last {fmt_int(W)} positions, but what it reads was written by layers "
                            f"that looked back {fmt_int(W)} positions themselves: through {cfg.n_layers} layers, information "
-                           f"can reach up to {fmt_int(cfg.n_layers * W)} positions back."),
+                           f"{far['en']}."),
                     "zh-TW": (f"每一層只讀最新的 {fmt_int(W)} 個位置，但它讀到的內容，是前面幾層各自往回看 {fmt_int(W)} 個位置之後寫下的："
-                              f"經過 {cfg.n_layers} 層，資訊最遠可以從 {fmt_int(cfg.n_layers * W)} 個位置之前傳過來。")}, lang))
+                              f"經過 {cfg.n_layers} 層，資訊{far['zh-TW']}。")}, lang))
     return notes
 
 
@@ -202,6 +209,11 @@ def _notes(lever: str, cfg, name: str, context: int, W: int, lang) -> list[str]:
     if cfg.sliding_window:
         notes.append(t({"en": f"{name} was published with a sliding window of {fmt_int(cfg.sliding_window)}: its cache never holds more positions.",
                         "zh-TW": f"{_zh(name)}發表時就用了 {fmt_int(cfg.sliding_window)} 個位置的滑動視窗，所以它的快取不會存超過這麼多個位置。"}, lang))
+    elif lever == "window":  # a model trained without one: the window is a what-if for its cache size
+        notes.append(t({"en": (f"{name} was trained without a sliding window: this is the size its cache would have with one. "
+                               "The model itself cannot simply be run that way; it would have to be trained with the window."),
+                        "zh-TW": (f"{_zh(name)}訓練時沒有用滑動視窗：這裡算的是假設加上視窗之後的快取大小。"
+                                  "模型本身不能直接這樣用，要在訓練時就用上視窗才行。")}, lang))
     return notes
 
 
@@ -211,8 +223,13 @@ def run(values: dict, lang: str) -> dict:
     context, W, lever = min(values["context"], cfg.max_seq_len), values["window"], values["lever"]
     notes = []
     if context < values["context"]:
-        notes.append(t({"en": f"{name} has a context window of {fmt_int(cfg.max_seq_len)} tokens; the context was set to {fmt_int(context)}.",
-                        "zh-TW": f"{_zh(name)}的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元，上下文已調為 {fmt_int(context)}。"}, lang))
+        trained = model_options.trained_context(values["model"])
+        extra = ({"en": f" (it was trained on {fmt_int(trained)})", "zh-TW": f"（訓練時只用到 {fmt_int(trained)}）"}
+                 if trained else {"en": "", "zh-TW": ""})
+        notes.append(t({"en": f"{name} has a context window of {fmt_int(cfg.max_seq_len)} tokens{extra['en']}; the context "
+                              f"was set to {fmt_int(context)}.",
+                        "zh-TW": f"{_zh(name)}的上下文視窗是 {fmt_int(cfg.max_seq_len)} 個詞元{extra['zh-TW']}，上下文已調為 "
+                                 f"{fmt_int(context)}。"}, lang))
     fig = {"heads": _figure_heads, "bits": _figure_bits}.get(lever)
     fig = fig(cfg, context, lang) if fig else _figure_window(cfg, context, W, lang)
     return {"figures": [fig], "notes": notes + _notes(lever, cfg, name, context, W, lang)}

@@ -71,7 +71,22 @@ def test_window_lever_caps_at_w_and_the_full_cache_keeps_growing():
         assert _bytes(f) == pytest.approx(tokens * per_token, rel=1e-3)
         assert _bytes(w) == pytest.approx(min(tokens, 2048) * per_token, rel=1e-3)
     assert seen[-1] == 8192 and _bytes(windowed[-1]) == 256 * 2**20 and _bytes(full[-1]) == 2**30
-    assert any("65,536 positions back" in n for n in out["notes"])  # 32 layers x 2,048
+    # 32 layers x 2,048 would reach 65,536 back: more than the model's 8,192-token context window
+    assert any("anywhere in the 8,192-token context window (32 × 2,048 is more than that)" in n for n in out["notes"])
+    assert not any("65,536 positions back" in n for n in out["notes"])
+    assert any("trained without a sliding window" in n for n in out["notes"])  # Llama 3 8B: a what-if
+
+
+def test_the_window_reaches_back_layers_times_w_inside_the_context_window(course):
+    model, _tok = course
+    out = registry.run("shrink_cache", {"lever": "window", "model": "course", "context": 256, "window": 16}, "en")
+    L = model.config.n_layers
+    assert 16 * L < model.config.max_seq_len
+    assert any(f"through {L} layers, information can reach up to {16 * L} positions back" in n for n in out["notes"])
+    mistral = registry.run("shrink_cache", {"lever": "window", "model": "Mistral 7B", "window": 1024}, "en")["notes"]
+    assert not any("trained without a sliding window" in n for n in mistral)  # v0.1 was published with one
+    clipped = registry.run("shrink_cache", {"lever": "heads", "model": "Mistral 7B", "context": 131072}, "zh-TW")["notes"]
+    assert clipped[0] == ("Mistral 7B v0.1 的上下文視窗是 32,768 個詞元（訓練時只用到 8,192），上下文已調為 32,768。")
 
 
 @pytest.mark.parametrize("context", [8192, 32768])
@@ -93,7 +108,7 @@ def test_bits_lever_scales_with_bits_per_number(model, course):
     own = bits[0]
     assert own == (32 if model == "course" else 16)
     assert bits[1:] == [b for b in (16, 8, 4, 3.5, 2.5) if b < own]
-    for b, cache, share in zip(bits, caches, numbers(tbl, "share of the model's format")):
+    for b, cache, share in zip(bits, caches, numbers(tbl, f"share of the model's own {own:g} bits")):
         assert cache == pytest.approx(caches[0] * b / own, rel=2e-3)
         assert share == pytest.approx(b / own, rel=5e-3)
     m = re.search(r"× 2\.5 ÷ 8 = ([\d,]+) B", " ".join(out["notes"]))
