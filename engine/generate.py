@@ -8,10 +8,12 @@ With ``use_cache=True`` each step feeds only the newest token and its K/V are ap
 the cache: ``model.new_cache()`` by default, or the one given as ``cache=`` (any cache of the
 contract in engine/caches/base.py, reset by each start()) or made by a factory (``cache=lambda:
 QuantKVCache(cfg, "kivi", 2)``, called by each start()); ``start(prompt, cached=n)`` keeps a
-given cache that already holds the prompt's first n tokens and feeds only the rest. ``step(token=...)`` feeds a given
-token instead of the drawn one (teacher forcing: a known text, one position at a time); with ``use_cache=False`` each step runs the whole sequence again. Both give the
-same logits, hence (with the same seed) the same tokens -- only the work differs, and every
-Step reports that work (analytic FLOPs and bytes from engine.analysis.costs, measured seconds).
+given cache that already holds the prompt's first n tokens and feeds only the rest.
+``step(token=...)`` feeds a given token instead of the drawn one (teacher forcing: a known
+text, one position at a time); with ``use_cache=False`` each step runs the whole sequence
+again. Both give the same logits, hence (with the same seed) the same tokens -- only the work
+differs, and every Step reports that work (analytic FLOPs and bytes from engine.analysis.costs,
+measured seconds).
 """
 from __future__ import annotations
 
