@@ -160,13 +160,14 @@ def _figure_tpot(timings: dict, requests: list[Request], lang: str) -> dict:
     names = [_r(r.index) for r in multi]
     tpot = [timings[r.index].tpot * MS for r in multi]
     worst = [timings[r.index].worst_gap * MS for r in multi]
-    mean_label = t({"en": "TPOT (mean)", "zh-TW": "每詞元輸出時間（平均）"}, lang)
+    mean_label = t({"en": "mean TPOT", "zh-TW": "平均每詞元輸出時間"}, lang)
     worst_label = t({"en": "longest wait between two tokens", "zh-TW": "兩個詞元之間最久的等待"}, lang)
     data = [{"type": "bar", "name": mean_label, "x": names, "y": floats(tpot), "marker": {"color": COLORS["blue"]}},
             {"type": "bar", "name": worst_label, "x": names, "y": floats(worst), "marker": {"color": COLORS["orange"]}}]
     title = t({"en": "Time per output token (TPOT) after the first, and the longest wait between two tokens",
                "zh-TW": "第一個詞元之後的每詞元輸出時間（TPOT），以及兩個詞元之間最久的等待"}, lang)
-    lay = layout(t(REQUEST, lang), "ms", barmode="group", yaxis={"rangemode": "tozero"})
+    lay = layout(t(REQUEST, lang), t({"en": "time (ms)", "zh-TW": "時間（毫秒）"}, lang), barmode="group",
+                 yaxis={"rangemode": "tozero"})
     cols = [t(REQUEST, lang), t({"en": "answer (tokens)", "zh-TW": "回答（詞元數）"}, lang),
             t({"en": "done at step", "zh-TW": "完成的步驟"}, lang), f"{mean_label} (ms)" if lang == "en" else f"{mean_label}（毫秒）",
             f"{worst_label} (ms)" if lang == "en" else f"{worst_label}（毫秒）"]
@@ -231,14 +232,27 @@ def _note_costs(requests: list[Request], lang: str) -> str:
              lang)
 
 
+def _pair(a: str, b: str, lang: str, en: str = "{a} against {b}", zh: str = "分別是 {a} 和 {b}") -> str:
+    """Two values as a comparison, or one when they read the same: 「兩者都是 4.64 ms」, not 「從 4.64 ms 變成 4.64 ms」."""
+    if a == b:
+        return t({"en": "{a} for both", "zh-TW": "兩者都是 {a}"}, lang).format(a=a)
+    return t({"en": en, "zh-TW": zh}, lang).format(a=a, b=b)
+
+
 def _note_policy(totals: dict, chosen: tuple, values: dict, lang: str) -> str:
     st, co = totals[("static", chosen[1])], totals[("continuous", chosen[1])]
-    return t({"en": (f"With at most {values['max_batch']} requests at once, static batching served them all in "
+    ttft = _pair(fmt_seconds(st["ttft"]), fmt_seconds(co["ttft"]), lang)
+    if (st["steps"], fmt_seconds(st["total"])) == (co["steps"], fmt_seconds(co["total"])):
+        return t({"en": (f"With at most {values['max_batch']} request{'s' if values['max_batch'] > 1 else ''} at once, static and continuous batching both served "
+                         f"them all in {st['steps']} steps ({fmt_seconds(st['total'])}); mean TTFT {ttft}."),
+                  "zh-TW": (f"同時最多執行 {values['max_batch']} 個請求時，靜態和持續批次處理都花了 {st['steps']} 步"
+                            f"（{fmt_seconds(st['total'])}）服務完全部請求；平均首詞元延遲{ttft}。")}, lang)
+    return t({"en": (f"With at most {values['max_batch']} request{'s' if values['max_batch'] > 1 else ''} at once, static batching served them all in "
                      f"{st['steps']} steps ({fmt_seconds(st['total'])}), continuous batching in {co['steps']} "
-                     f"({fmt_seconds(co['total'])}); mean TTFT {fmt_seconds(st['ttft'])} against {fmt_seconds(co['ttft'])}."),
+                     f"({fmt_seconds(co['total'])}); mean TTFT {ttft}."),
               "zh-TW": (f"同時最多執行 {values['max_batch']} 個請求時，靜態批次處理花了 {st['steps']} 步"
                         f"（{fmt_seconds(st['total'])}）服務完全部請求，持續批次處理花了 {co['steps']} 步"
-                        f"（{fmt_seconds(co['total'])}）；平均首詞元延遲分別是 {fmt_seconds(st['ttft'])} 和 {fmt_seconds(co['ttft'])}。")},
+                        f"（{fmt_seconds(co['total'])}）；平均首詞元延遲{ttft}。")},
              lang)
 
 
@@ -247,14 +261,17 @@ def _note_chunks(totals: dict, chosen: tuple, values: dict, lang: str) -> str:
     if whole["gap"] is None or chunks["gap"] is None:
         return ""
     C = fmt_int(values["chunk"])
-    return t({"en": (f"Chunked prefill ({C} tokens per step): the busiest step processed {fmt_int(chunks['max_tokens'])} "
-                     f"tokens instead of {fmt_int(whole['max_tokens'])}, and the longest wait between two tokens of a "
-                     f"running request went from {fmt_seconds(whole['gap'])} to {fmt_seconds(chunks['gap'])} "
-                     f"({t(POLICIES[(chosen[0], False)], 'en')} batching)."),
-              "zh-TW": (f"分段預填（每步最多 {C} 個詞元）：最忙的一步處理 {fmt_int(chunks['max_tokens'])} 個詞元，"
-                        f"不分段時是 {fmt_int(whole['max_tokens'])} 個；執行中的請求兩個詞元之間最久的等待，從 "
-                        f"{fmt_seconds(whole['gap'])} 變成 {fmt_seconds(chunks['gap'])}（{t(POLICIES[(chosen[0], False)], 'zh-TW')}"
-                        f"批次處理）。")}, lang)
+    busiest = _pair(fmt_int(whole["max_tokens"]), fmt_int(chunks["max_tokens"]), lang,
+                    "{b} tokens instead of {a}", "{b} 個詞元，不分段時是 {a} 個")
+    gap = _pair(fmt_seconds(whole["gap"]), fmt_seconds(chunks["gap"]), lang, "went from {a} to {b}", "從 {a} 變成 {b}")
+    busiest = busiest if whole["max_tokens"] != chunks["max_tokens"] else t(
+        {"en": "{a} tokens, as without chunks", "zh-TW": "{a} 個詞元，和不分段時一樣"}, lang).format(a=fmt_int(whole["max_tokens"]))
+    gap = gap if fmt_seconds(whole["gap"]) != fmt_seconds(chunks["gap"]) else t(
+        {"en": "stayed {a}", "zh-TW": "兩者都是 {a}"}, lang).format(a=fmt_seconds(whole["gap"]))
+    return t({"en": (f"Chunked prefill ({C} tokens per step): the busiest step processed {busiest}, and the longest "
+                     f"wait between two tokens of a running request {gap} ({t(POLICIES[(chosen[0], False)], 'en')} batching)."),
+              "zh-TW": (f"分段預填（每步最多 {C} 個詞元）：最忙的一步處理 {busiest}；執行中的請求兩個詞元之間最久的等待，"
+                        f"{gap}（{t(POLICIES[(chosen[0], False)], 'zh-TW')}批次處理）。")}, lang)
 
 
 # --------------------------------------------------------------------------- run

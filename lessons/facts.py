@@ -162,7 +162,7 @@ def _serving_facts() -> dict[str, str]:
     paged = serving.paged_slots(SERVING_AVERAGE, SERVING_BLOCK) * slot
     for g in serving.GPUS.values():  # each GPU's two facts; every count below comes from the usable bytes
         free = max(g.usable_bytes - weights, 0)
-        out[f"serving.{g.key}.memory"] = f"{g.datasheet_gb} GB"  # as the datasheet prints it (decimal)
+        out[f"serving.{g.key}.memory"] = f"{g.datasheet_gb} GB"  # as the datasheet prints it (not decimal GB: 80e9 B < 79.6 GiB)
         out[f"serving.{g.key}.usable"] = fmt_bytes(g.usable_bytes)  # what the device reports
         out[f"serving.{g.key}.llama3_8b_free"] = fmt_bytes(free)
         out[f"serving.{g.key}.llama3_8b_full_window"] = fmt_int(serving.requests_that_fit(free, full))

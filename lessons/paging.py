@@ -18,6 +18,7 @@ from engine import load_course_model
 from engine.analysis import costs, serving
 from engine.analysis.model_shapes import MODEL_SHAPES, config_from_shape
 from engine.analysis.scheduler import PREFIX, SHARED, Request, min_blocks, run_contiguous, run_paged
+from engine.caches.pool import blocks_for
 from lessons import labels as L
 from lessons.base import LessonInputError, select, slider
 from lessons.figures import COLORS, figure, floats, fmt_bytes, fmt_int, fmt_num, layout, t, table
@@ -52,19 +53,17 @@ CONTROLS = (
                  "zh-TW": "三種伺服器拿到一樣多的記憶體，以能存放的詞元數計算（包含每一層的 K 與 V）。"}),
 )
 
+# One name per server everywhere in the demo (legends, bar labels, table headers, notes, titles).
 SCHEME_NAMES = {
-    "contiguous": {"en": "(a) contiguous, max length reserved", "zh-TW": "（a）連續配置，預留最大長度"},
+    "contiguous": {"en": "(a) contiguous", "zh-TW": "（a）連續配置"},
     "paged": {"en": "(b) paging", "zh-TW": "（b）分頁"},
     "shared": {"en": "(c) paging + prefix sharing", "zh-TW": "（c）分頁 + 字首共享"},
 }
-SHORT_NAMES = {  # bar labels that fit a phone
-    "contiguous": {"en": "(a) contiguous", "zh-TW": "（a）連續配置"},
-    "paged": {"en": "(b) paging", "zh-TW": "（b）分頁"},
-    "shared": {"en": "(c) paging + sharing", "zh-TW": "（c）分頁 + 共享"},
-}
 SCHEME_COLORS = {"contiguous": COLORS["vermillion"], "paged": COLORS["blue"], "shared": COLORS["green"]}
 REQUEST_COLORS = [COLORS[k] for k in ("blue", "orange", "green", "vermillion", "sky", "purple", "yellow")] + ["#999933"]
-SHARED_COLOR, PREFIX_COLOR = COLORS["grey"], "#C8C8C8"
+# Blocks held by several requests, by the cached prefix only, and free ones: each its own colour, none of
+# them grey but the free one, as in plate 8's panel (light grey: an empty drawer); the tip names all three.
+SHARED_COLOR, PREFIX_COLOR, FREE_COLOR = "#882255", "#DDCC77", "#E4E7EB"
 
 # Labels this lesson uses more than once (shared ones come from lessons/labels.py).
 SERVER = {"en": "server", "zh-TW": "伺服器"}
@@ -132,16 +131,26 @@ def build_requests(tok, values: dict, lang: str = "en") -> list[Request]:
 
 
 def _check_pool(values: dict, requests: list[Request]) -> int:
-    """Blocks in the pool; a bilingual error when even one request could never finish."""
+    """Blocks in the pool; a bilingual error when even one request could never finish.
+
+    The floor is engine.analysis.scheduler.min_blocks: the blocks of the longest request (its prompt
+    and its own drawn answer) plus one, the block a request copies out of a cached prefix's partly
+    filled last block while the prefix keeps the original (the scheduler keeps it for every mix).
+    """
     B = values["block"]
     n_blocks, need = values["pool"] // B, min_blocks(requests, B)
+    longest = max(requests, key=lambda r: len(r.prompt) + r.answer)
+    P, A = len(longest.prompt), longest.answer
+    own = need - 1
+    assert own == blocks_for(P + A, B), "min_blocks is the longest request's blocks plus one"
     if n_blocks < need:
         raise LessonInputError(
-            f"The cache memory is too small: one request of {values['prompt']} + {values['answer']} tokens "
-            f"needs {need} blocks of {B} tokens, and {values['pool']} token slots make {n_blocks}. "
-            f"Give it at least {need * B} token slots, or choose smaller blocks.",
-            f"快取記憶體太小了：一個 {values['prompt']} + {values['answer']} 個詞元的請求需要 {need} 個"
-            f"區塊（每個區塊 {B} 個詞元），而 {values['pool']} 格只切得出 {n_blocks} 個區塊。"
+            f"The cache memory is too small: the longest request, {P} prompt tokens and {A} answer tokens, needs "
+            f"{own} blocks of {B} tokens, plus the 1 block the server always keeps for a cached prefix, {need} in all; "
+            f"{values['pool']} token slots make {n_blocks}. Give it at least {need * B} token slots, or choose "
+            f"smaller blocks.",
+            f"快取記憶體太小了：最長的請求有 {P} 個提示詞詞元、{A} 個回答詞元，需要 {own} 個區塊（每個區塊 {B} 個詞元），"
+            f"再加上伺服器一律替已快取的字首多留的 1 個區塊，共 {need} 個，而 {values['pool']} 格只切得出 {n_blocks} 個區塊。"
             f"請給它至少 {need * B} 格，或選小一點的區塊。")
     return n_blocks
 
@@ -164,9 +173,10 @@ def simulate(values: dict, lang: str = "en") -> tuple[list[Request], dict]:
 # --------------------------------------------------------------------------- the block maps
 
 
-def _block_labels(n: int, lang: str) -> list[str]:
-    return [_r(i) for i in range(n)] + [t({"en": "shared", "zh-TW": "共享"}, lang),
-                                        t({"en": "cached prefix", "zh-TW": "快取的字首"}, lang)]
+FREE = None  # a block nobody holds (the block map's own band: engine.analysis.scheduler leaves it None)
+BAND_NAMES = {SHARED: {"en": "shared", "zh-TW": "共享"}, PREFIX: {"en": "cached prefix", "zh-TW": "已快取的字首"},
+              FREE: {"en": "free", "zh-TW": "空閒"}}
+BAND_COLORS = {SHARED: SHARED_COLOR, PREFIX: PREFIX_COLOR, FREE: FREE_COLOR}
 
 
 def _discrete_scale(colors: list[str]) -> list:
@@ -177,45 +187,46 @@ def _discrete_scale(colors: list[str]) -> list:
     return scale
 
 
-def _map_bands(run, n_req: int, lang: str) -> tuple[list[list], list[str], list[str]]:
-    """(z: per step, per block, its colour band or None; band labels; band colours).
+def _map_bands(run, n_req: int, lang: str) -> tuple[list[list], list[str], list[str], int | None]:
+    """(z: per step, per block, its colour band; band labels; band colours; the free band or None).
 
-    Requests keep their band in every map; the shared and prefix bands exist only where the
+    Requests keep their band in every map; the shared, prefix and free bands exist only where the
     run has such blocks, so a legend never lists a category the map does not show.
     """
-    names, colors = _block_labels(n_req, lang), REQUEST_COLORS[:n_req] + [SHARED_COLOR, PREFIX_COLOR]
-    kinds = list(range(n_req)) + [k for k in (SHARED, PREFIX) if any(k in s.blocks for s in run.steps)]
-    where = [k if k >= 0 else n_req - 1 - k for k in kinds]  # SHARED -> n_req, PREFIX -> n_req + 1
+    held = {b for s in run.steps for b in s.blocks}
+    kinds = list(range(n_req)) + [k for k in (SHARED, PREFIX, FREE) if k in held]
     code = {k: i for i, k in enumerate(kinds)}
-    z = [[None if b is None else code[b] for b in s.blocks] for s in run.steps]
-    return z, [names[w] for w in where], [colors[w] for w in where]
+    z = [[code[b] for b in s.blocks] for s in run.steps]
+    labels = [_r(k) if k is not None and k >= 0 else t(BAND_NAMES[k], lang) for k in kinds]
+    colors = [REQUEST_COLORS[k] if k is not None and k >= 0 else BAND_COLORS[k] for k in kinds]
+    return z, labels, colors, code.get(FREE)
 
 
-def _held(row: list, labels: list[str], lang: str) -> str:
-    """'R1: 2, shared: 1' -- the blocks each holder has in one step of the map."""
+def _held(row: list, labels: list[str], free: int | None, lang: str) -> str:
+    """'R1: 2, shared: 1' -- the blocks each holder has in one step of the map (free ones not listed)."""
     sep = t({"en": ", ", "zh-TW": "、"}, lang)
-    held = [f"{labels[c]}{t(L.COLON, lang)}{row.count(c)}" for c in range(len(labels)) if c in row]
+    held = [f"{labels[c]}{t(L.COLON, lang)}{row.count(c)}" for c in range(len(labels)) if c in row and c != free]
     return sep.join(held) or "—"
 
 
 def _figure_block_map(run, scheme: str, n_req: int, lang: str) -> dict:
-    z, labels, band_colors = _map_bands(run, n_req, lang)
-    text = [["—" if c is None else labels[c] for c in row] for row in z]
+    z, labels, band_colors, free = _map_bands(run, n_req, lang)
+    text = [[labels[c] for c in row] for row in z]
     steps = list(range(1, len(run.steps) + 1))
     hover = t({"en": "step %{y}, block %{x}: %{text}", "zh-TW": "第 %{y} 步，區塊 %{x}：%{text}"}, lang)
     data = [{"type": "heatmap", "z": z, "x": list(range(len(run.steps[0].blocks))), "y": steps, "text": text,
              "zmin": -0.5, "zmax": len(labels) - 0.5, "colorscale": _discrete_scale(band_colors), "xgap": 1, "ygap": 1,
              "colorbar": {"tickvals": list(range(len(labels))), "ticktext": labels, "thickness": 12, "outlinewidth": 0},
              "hovertemplate": hover + "<extra></extra>"}]
-    title = t({"en": f"Block map, {SCHEME_NAMES[scheme]['en']}: who holds each block",
-               "zh-TW": f"區塊圖，{SCHEME_NAMES[scheme]['zh-TW']}：每個區塊在誰手上"}, lang)
+    title = t({"en": f"{SCHEME_NAMES[scheme]['en']}: block map, who holds each block",
+               "zh-TW": f"{SCHEME_NAMES[scheme]['zh-TW']}的區塊圖：每個區塊在誰手上"}, lang)
     lay = layout(t({"en": "block in the pool", "zh-TW": "區塊池中的區塊編號"}, lang), t(SERVER_STEP, lang),
                  yaxis={"autorange": "reversed"})
     cols = [t(L.STEP, lang), t({"en": "running", "zh-TW": "執行中"}, lang), t({"en": "waiting", "zh-TW": "等待中"}, lang),
             t({"en": "blocks held (shared ones once)", "zh-TW": "佔用的區塊（共享的只算一次）"}, lang),
             t({"en": "free blocks", "zh-TW": "空閒區塊"}, lang)]
-    rows = [[i, " ".join(map(_r, s.running)) or "—", " ".join(map(_r, s.waiting)) or "—", _held(row, labels, lang),
-             row.count(None)] for i, s, row in zip(steps, run.steps, z)]
+    rows = [[i, " ".join(map(_r, s.running)) or "—", " ".join(map(_r, s.waiting)) or "—", _held(row, labels, free, lang),
+             row.count(free) if free is not None else 0] for i, s, row in zip(steps, run.steps, z)]
     return figure(f"block_map_{scheme}", title, data, lay, cols, rows)
 
 
@@ -258,13 +269,18 @@ def per_token(run, slot: int) -> tuple[float, float] | None:
     return sum(s.reserved for s in run.steps) / tokens, sum(s.used for s in run.steps) / tokens
 
 
+def _bar_labels(runs: dict, lang: str) -> list[str]:
+    """The servers' names under a bar, broken after the " +" so that three fit side by side on a phone."""
+    return [t(SCHEME_NAMES[n], lang).replace(" + ", " +<br>") for n in runs]
+
+
 def _figure_waste(runs: dict, slot: int, lang: str) -> dict:
-    names = [t(SHORT_NAMES[n], lang) for n in runs]
+    names, bars = [t(SCHEME_NAMES[n], lang) for n in runs], _bar_labels(runs, lang)
     ratios = [per_token(r, slot) or (0.0, 0.0) for r in runs.values()]
     held, empty = t({"en": "holds an entry", "zh-TW": "存有內容"}, lang), t({"en": "reserved, empty", "zh-TW": "預留但空著"}, lang)
-    data = [{"type": "bar", "name": held, "x": names, "y": floats(u for _r, u in ratios), "marker": {"color": COLORS["green"]},
+    data = [{"type": "bar", "name": held, "x": bars, "y": floats(u for _r, u in ratios), "marker": {"color": COLORS["green"]},
              "text": [fmt_num(u) for _r, u in ratios], "textposition": "inside"},
-            {"type": "bar", "name": empty, "x": names, "y": floats(r - u for r, u in ratios), "marker": {"color": COLORS["grey"]},
+            {"type": "bar", "name": empty, "x": bars, "y": floats(r - u for r, u in ratios), "marker": {"color": COLORS["grey"]},
              "text": [fmt_num(r) for r, _u in ratios], "textposition": "outside", "cliponaxis": False}]
     title = t({"en": "Memory per token the requests hold: what held an entry, what stood empty (whole run)",
                "zh-TW": "請求每持有一個詞元，平均用掉多少格記憶體：存有內容的和空著的（整輪平均）"}, lang)
@@ -279,9 +295,9 @@ def _figure_waste(runs: dict, slot: int, lang: str) -> dict:
 
 
 def _figure_fit(runs: dict, lang: str) -> dict:
-    names = [t(SHORT_NAMES[n], lang) for n in runs]
+    names, bars = [t(SCHEME_NAMES[n], lang) for n in runs], _bar_labels(runs, lang)
     steps = [len(r.steps) for r in runs.values()]
-    data = [{"type": "bar", "x": names, "y": [r.max_running for r in runs.values()], "showlegend": False,
+    data = [{"type": "bar", "x": bars, "y": [r.max_running for r in runs.values()], "showlegend": False,
              "marker": {"color": [SCHEME_COLORS[n] for n in runs]},
              "text": [t({"en": f"all done in {s} steps", "zh-TW": f"第 {s} 步全部完成"}, lang) if s else "—" for s in steps],
              "textposition": "outside", "cliponaxis": False}]
@@ -354,11 +370,12 @@ def _table_requests(requests: list[Request], runs: dict, lang: str) -> dict:
     def span(run, i):
         return f"{run.admitted[i]}–{run.finished[i]}" if i in run.admitted else "—"
 
-    cols = ([t(REQUEST, lang), t({"en": "prompt (shared)", "zh-TW": "提示詞（共享）"}, lang),
+    cols = ([t(REQUEST, lang), t({"en": "prompt tokens", "zh-TW": "提示詞詞元數"}, lang),
              t({"en": "answer tokens", "zh-TW": "回答詞元數"}, lang)]
-            + [_of(t(SHORT_NAMES[n], lang), t({"en": "steps", "zh-TW": "步驟"}, lang), lang) for n in runs]
+            + [_of(t(SCHEME_NAMES[n], lang), t({"en": "steps", "zh-TW": "步驟"}, lang), lang) for n in runs]
             + [t({"en": "answer (course model, run c)", "zh-TW": "課程模型在（c）寫出的回答"}, lang)])
-    rows = [[_r(r.index), f"{len(r.prompt)} ({r.shared})", r.answer] + [span(run, r.index) for run in runs.values()]
+    shared = {"en": "{n} ({s} shared)", "zh-TW": "{n}（共享 {s}）"}
+    rows = [[_r(r.index), t(shared, lang).format(n=len(r.prompt), s=r.shared), r.answer] + [span(run, r.index) for run in runs.values()]
             + [_answer_text(tok, runs["shared"].answers[r.index])] for r in requests]
     title = t({"en": "The requests, and the steps each server ran them", "zh-TW": "各個請求，以及三種伺服器在哪幾步執行它"}, lang)
     return table(title, cols, rows)
@@ -381,9 +398,9 @@ def _table_block_tables(run, lang: str) -> dict | None:
             counts[b] = counts.get(b, 0) + 1
     rows = [[_r(i), " ".join(f"{b}*" if counts[b] > 1 or view.blocks[b] == SHARED else str(b) for b in tb), len(tb)]
             for i, tb in view.tables.items()]
-    title = t({"en": f"Block tables at step {step + 1}, {SCHEME_NAMES[run.scheme]['en']} (* = a block other "
+    title = t({"en": f"{SCHEME_NAMES[run.scheme]['en']}: block tables at step {step + 1} (* = a block other "
                      f"sequences hold too)",
-               "zh-TW": f"第 {step + 1} 步的區塊表，{SCHEME_NAMES[run.scheme]['zh-TW']}（* 表示其他序列也持有這個區塊）"}, lang)
+               "zh-TW": f"{SCHEME_NAMES[run.scheme]['zh-TW']}：第 {step + 1} 步的區塊表（* 表示其他序列也持有這個區塊）"}, lang)
     return table(title, [t(REQUEST, lang), t({"en": "block table", "zh-TW": "區塊表"}, lang),
                          t({"en": "blocks", "zh-TW": "區塊數"}, lang)], rows)
 
@@ -391,8 +408,8 @@ def _table_block_tables(run, lang: str) -> dict | None:
 # --------------------------------------------------------------------------- notes
 
 
-def _notes(requests: list[Request], runs: dict, real: dict, lang: str) -> list[str]:
-    return [n for n in (_note_summary(requests, runs, lang), _note_sharing(requests, runs, lang),
+def _notes(requests: list[Request], runs: dict, real: dict, block: int, lang: str) -> list[str]:
+    return [n for n in (_note_summary(requests, runs, lang), _note_sharing(requests, runs, block, lang),
                         _note_batch(runs, lang), _note_real(real, lang)) if n]
 
 
@@ -402,15 +419,18 @@ def _note_summary(requests, runs, lang):
     pt = ["—" if x is None else fmt_num(x[0]) for x in (per_token(r, slot) for r in (a, b, c))]
     start = "" if a.steps else t({"en": " The contiguous server never started: one reservation is larger than the memory.",
                                   "zh-TW": "連續配置的伺服器根本沒辦法開始：單一請求預留的空間就比記憶體還大。"}, lang)
+    done = t({"en": "the 3 servers were done with the {n} requests after {a} / {b} / {c} server steps",
+              "zh-TW": "三種伺服器分別在第 {a}、{b}、{c} 步服務完全部 {n} 個請求"} if a.steps else
+             {"en": "(b) and (c) were done with the {n} requests after {b} / {c} server steps",
+              "zh-TW": "（b）和（c）分別在第 {b}、{c} 步服務完全部 {n} 個請求"}, lang).format(
+        n=len(requests), a=len(a.steps), b=len(b.steps), c=len(c.steps))
     return t({"en": (f"Same memory for all three: {fmt_bytes(mem)} ({fmt_int(mem // slot)} token slots). At most "
                      f"{a.max_running} / {b.max_running} / {c.max_running} requests ran at once (contiguous / paging / "
-                     f"paging + prefix sharing), and the {len(requests)} requests were done after {len(a.steps) or '—'} / "
-                     f"{len(b.steps)} / {len(c.steps)} server steps. Each token the requests held cost {pt[0]} / {pt[1]} / "
+                     f"paging + prefix sharing), and {done}. Each token the requests held cost {pt[0]} / {pt[1]} / "
                      f"{pt[2]} slots of reserved memory." + start),
               "zh-TW": (f"三種伺服器拿到一樣多的記憶體：{fmt_bytes(mem)}，可存 {fmt_int(mem // slot)} 個詞元。"
-                        f"同時執行的請求最多是 {a.max_running}／{b.max_running}／{c.max_running} 個（連續配置／分頁／"
-                        f"分頁 + 字首共享），{len(requests)} 個請求分別在第 {len(a.steps) or '—'}／{len(b.steps)}／"
-                        f"{len(c.steps)} 步全部服務完。請求每持有一個詞元，分別要佔用 {pt[0]}／{pt[1]}／{pt[2]} 格預留的記憶體。"
+                        f"依（a）、（b）、（c）的順序，同時執行的請求最多是 {a.max_running}、{b.max_running}、"
+                        f"{c.max_running} 個；{done}；請求每持有一個詞元，分別要佔用 {pt[0]}、{pt[1]}、{pt[2]} 格預留的記憶體。"
                         + start)}, lang)
 
 
@@ -421,24 +441,37 @@ def _note_model(b, c, lang):
     written = sum(len(a) for a in model.answers.values())
     return t({"en": (f" The course model ran {model.forwards} forward passes in ({where}), writing all {written} answer "
                      f"tokens; a preempted request gave its blocks back, waited, and had its cache rebuilt."),
-              "zh-TW": (f"課程模型在（{where}）實際跑了 {model.forwards} 次前向計算，寫出全部 {written} 個回答詞元；"
+              "zh-TW": (f"課程模型在（{where}）實際執行了 {model.forwards} 次，寫出全部 {written} 個回答詞元；"
                         f"被搶佔的請求交回區塊、重新排隊，之後再重建自己的快取。")}, lang)
 
 
-def _note_sharing(requests, runs, lang):
+def _note_copies(requests, c, B: int, lang) -> str:
+    """What copy-on-write copied in (c): a block per request that wrote into the cached prefix's partly filled
+    last block (the prefix keeps the original), or nothing when the prefix fills whole blocks."""
+    S = requests[0].shared
+    if c.copies == 0 and S % B == 0:
+        return t({"en": (f"copy-on-write copied no block: the shared prefix fills whole blocks ({S} tokens, "
+                         f"{S // B} blocks of {B})."),
+                  "zh-TW": (f"沒有區塊因寫入時複製而被複製：共享的字首剛好填滿整數個區塊（{S} 個詞元，"
+                            f"{S // B} 個 {B} 詞元的區塊）。")}, lang)
+    return t({"en": (f"copy-on-write copied {c.copies} block(s) (a request's first write into the shared, partly "
+                     f"filled last block)."),
+              "zh-TW": (f"因寫入時複製而複製的區塊一共 {c.copies} 個，發生在請求第一次寫進共享、還沒填滿的最後一個區塊時。")}, lang)
+
+
+def _note_sharing(requests, runs, B, lang):
     b, c = runs["paged"], runs["shared"]
     ran = _note_model(b, c, lang)
     if c is b:
         return t({"en": f"These prompts have nothing in common, so (c) is (b). Preemptions: {b.preemptions}.",
                   "zh-TW": f"這些提示詞沒有共同的開頭，所以（c）就是（b）。搶佔次數：{b.preemptions}。"}, lang) + ran
+    copies = _note_copies(requests, c, B, lang)
     return t({"en": (f"In (c) the first {requests[0].shared} prompt tokens were prefilled once and every request forked "
-                     f"them; copy-on-write copied {c.copies} block(s) (a request's first write into the shared, partly "
-                     f"filled last block). Preemptions: {b.preemptions} in (b), {c.preemptions} in (c). (b) stored the "
+                     f"them; {copies} Preemptions: {b.preemptions} in (b), {c.preemptions} in (c). (b) stored the "
                      f"same keys and values through its own pool, without running the model a second time."),
-              "zh-TW": (f"在（c）裡，提示詞的前 {requests[0].shared} 個詞元只預填一次，每個請求都從這裡分岔（fork）出去；"
-                        f"因寫入時複製而複製的區塊一共 {c.copies} 個，發生在請求第一次寫進共享、還沒填滿的最後一個區塊時。"
-                        f"搶佔次數：（b）{b.preemptions} 次，（c）{c.preemptions} 次。（b）透過自己的區塊池存進同樣的 key 和 "
-                        f"value，不必讓模型再跑一次。")}, lang) + ran
+              "zh-TW": (f"在（c）裡，提示詞的前 {requests[0].shared} 個詞元只預填一次，每個請求都從這裡分岔（fork）出去。"
+                        f"{copies}搶佔次數：（b）{b.preemptions} 次，（c）{c.preemptions} 次。（b）把同樣的 key 和 "
+                        f"value 直接存進自己的區塊池，不必讓模型再執行一次。")}, lang) + ran
 
 
 def _note_batch(runs, lang):
@@ -450,27 +483,31 @@ def _note_batch(runs, lang):
     contexts = [step.lengths[i] for i in step.running]
     batch = serving.batch_decode_step_bytes(cfg, contexts)
     alone = sum(serving.batch_decode_step_bytes(cfg, [c]) for c in contexts)
-    w = serving.resident_weight_bytes(cfg)
-    return t({"en": (f"Batching: one server step for {n} requests reads the weights once ({fmt_bytes(w)}): "
-                     f"{fmt_bytes(batch)} in all; {n} separate steps would move {fmt_bytes(alone)} (engine.analysis.serving)."),
-              "zh-TW": (f"批次處理：伺服器替 {n} 個請求跑的一步，權重只讀一次（{fmt_bytes(w)}），連同快取一共搬 {fmt_bytes(batch)}；"
-                        f"分開跑 {n} 步則要搬 {fmt_bytes(alone)}（engine.analysis.serving）。")}, lang)
+    w = serving.resident_weight_bytes(cfg)  # every weight but the embedding table, of which a step reads a few rows
+    return t({"en": (f"Batching: one server step for {n} requests reads the weights once ({fmt_bytes(w)}, the embedding "
+                     f"table left out): {fmt_bytes(batch)} in all; {n} separate steps would move {fmt_bytes(alone)} "
+                     f"(engine.analysis.serving)."),
+              "zh-TW": (f"批次處理：伺服器替 {n} 個請求跑的一步，權重只讀一次（不含嵌入向量表，{fmt_bytes(w)}），連同快取一共搬 "
+                        f"{fmt_bytes(batch)}；分開跑 {n} 步則要搬 {fmt_bytes(alone)}（engine.analysis.serving）。")}, lang)
 
 
 def _note_real(real, lang):
     s = real["shape"]
-    usable = "、".join(f"{g.short.split(' (')[0]} {fmt_bytes(g.usable_bytes)}" for g in serving.GPUS.values())
-    usable = usable if lang == "zh-TW" else usable.replace("、", ", ")
+    gpus = list(serving.GPUS.values())
+    short = [g.short.split(" (")[0] for g in gpus]
+    usable = {"en": ", ".join(f"{n} {fmt_bytes(g.usable_bytes)}" for n, g in zip(short, gpus)),
+              "zh-TW": "、".join(f"{n} {fmt_bytes(g.usable_bytes)}" for n, g in zip(short, gpus))}
+    sold = {"en": " and ".join(f"{g.datasheet_gb} GB" for g in gpus), "zh-TW": "、".join(f"{g.datasheet_gb} GB" for g in gpus)}
     return t({"en": (f"{s.name} beside it: fp16 weights {fmt_bytes(real['weights'])}, {fmt_bytes(real['slot'])} of cache per "
                      f"token; the mix scaled ×{real['scale']} to its {fmt_int(s.max_seq_len)}-token window; blocks of "
                      f"{real['block']} tokens (vLLM's default); paged requests counted at their final length, the most "
-                     f"they hold. GPU memory as the device reports it ({usable}), not the datasheet's decimal GB; activations "
-                     f"and the runtime's own memory are left out, so these are upper bounds."),
+                     f"they hold. GPU memory as the device reports it ({usable['en']}), not the datasheets' "
+                     f"{sold['en']}; activations and the runtime's own memory are left out, so these are upper bounds."),
               "zh-TW": (f"旁邊換成 {s.name}：fp16 權重 {fmt_bytes(real['weights'])}，每個詞元的快取 {fmt_bytes(real['slot'])}；"
                         f"請求組合依它 {fmt_int(s.max_seq_len)} 個詞元的上下文視窗放大 {real['scale']} 倍；區塊大小 "
                         f"{real['block']} 個詞元（vLLM 的預設值）；分頁的請求照最後的長度計算，也就是它佔用最多的時候。"
-                        f"GPU 記憶體用的是裝置回報的總量（{usable}），不是規格表上以十進位計的 GB；活化值（activation）和執行環境本身用的記憶體沒有算進去，所以這些是上限。")},
-             lang)
+                        f"規格表寫 {sold['zh-TW']}，這裡用的是裝置實際回報的總量（{usable['zh-TW']}）；活化值（activation）"
+                        f"和執行環境本身用的記憶體沒有算進去，所以這些是上限。")}, lang)
 
 
 # --------------------------------------------------------------------------- run
@@ -484,4 +521,4 @@ def run(values: dict, lang: str) -> dict:
                _figure_real(real, lang)]
     tables = [_table_requests(requests, runs, lang)]
     tables += [tb for tb in (_table_block_tables(runs["shared"], lang),) if tb]
-    return {"figures": figures, "tables": tables, "notes": _notes(requests, runs, real, lang)}
+    return {"figures": figures, "tables": tables, "notes": _notes(requests, runs, real, values["block"], lang)}

@@ -2,6 +2,8 @@
 policies differ the way plate 8 says; bad input is a clear bilingual message."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lessons import registry
@@ -108,3 +110,36 @@ def test_hostile_input_is_a_clear_message(values, lang):
     message = reply["error"]["message"]
     assert "Traceback" not in message and "<img" not in message
     assert ("必須" in message or "未知" in message) if lang == "zh-TW" else ("must" in message or "Unknown" in message)
+
+
+# --------------------------------------------------------------------------- the second reader's review (plate 8)
+
+_SAME_TWICE = re.compile(r"從 (\S+ m?s) 變成 \1(?!\d)|分別是 (\S+ m?s) 和 \2(?!\d)|from (\S+ m?s) to \3(?!\d)"
+                         r"|(\S+ m?s) against \4(?!\d)|處理 ([\d,]+) 個詞元，不分段時是 \5 個|([\d,]+) tokens instead of \6(?!\d)")
+
+
+def repeats_a_value(note: str) -> bool:
+    """A comparison of a value with itself: 「從 4.64 ms 變成 4.64 ms」, 「分別是 269 ms 和 269 ms」."""
+    return bool(_SAME_TWICE.search(note))
+
+
+@pytest.mark.parametrize("values", [{"gap": 0, "max_batch": 1}, {"chunked": True, "chunk": 4096}, {"prompt": 256},
+                                    {}, {"batching": "static", "max_batch": 1}])
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_equal_values_are_said_once(values, lang):
+    notes = registry.run("batching", values, lang)["notes"]
+    assert not any(repeats_a_value(n) for n in notes), notes
+
+
+def test_equal_values_say_both():
+    zh = registry.run("batching", {"gap": 0, "max_batch": 1}, "zh-TW")["notes"]
+    assert "平均首詞元延遲兩者都是 269 ms" in zh[1] and "兩者都是 4.64 ms" in zh[2]
+    assert repeats_a_value("從 4.64 ms 變成 4.64 ms") and repeats_a_value("平均首詞元延遲分別是 269 ms 和 269 ms")
+    assert not repeats_a_value("從 66.7 ms 變成 8.33 ms") and not repeats_a_value("從 4.64 ms 變成 4.649 ms")
+
+
+def test_the_tpot_header_reads_as_one_label():
+    """「每詞元輸出時間（平均）（毫秒）」: two brackets in a row; the mean goes in front, as in the last table."""
+    cols = _fig(registry.run("batching", None, "zh-TW"), "tpot")["table"]["columns"]
+    assert "平均每詞元輸出時間（毫秒）" in cols and not any("）（" in c for c in cols)
+    assert "mean TPOT (ms)" in _fig(registry.run("batching", None, "en"), "tpot")["table"]["columns"]

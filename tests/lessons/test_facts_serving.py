@@ -1,6 +1,7 @@
 """Plate 8's facts, worked out by hand from Llama 3 8B's published counts (8,030,261,248
 parameters, vocabulary 128,256 x d_model 4,096, 128 KiB of fp16 cache per token) and each GPU's
-two memory facts: the datasheet's decimal GB, and the total the device reports (nvidia-smi's
+two memory facts: the capacity the datasheet prints (not decimal GB: 80e9 bytes are 74.5 GiB, less than
+the 79.6 GiB an H100 reports), and the total the device reports (nvidia-smi's
 81,559 MiB for an H100 80GB HBM3; CUDA's 150,109,880,320 bytes on this project's H200 run)."""
 import pytest
 
@@ -16,7 +17,7 @@ GPUS = [("h100_80", "80 GB", 81_559 * MIB, "79.6 GiB"), ("h200_141", "141 GB", 1
 @pytest.mark.parametrize("gpu,datasheet,usable,shown", GPUS)
 def test_requests_that_fit_next_to_the_weights(course, gpu, datasheet, usable, shown):
     f, free = facts("en"), usable - WEIGHTS
-    assert f[f"serving.{gpu}.memory"] == datasheet  # as sold: decimal GB, never "80 GiB"
+    assert f[f"serving.{gpu}.memory"] == datasheet  # as the datasheet prints it, never "80 GiB"
     assert f[f"serving.{gpu}.usable"] == shown
     assert f[f"serving.{gpu}.llama3_8b_free"] == f"{free / GIB:.1f} GiB"
     assert f[f"serving.{gpu}.llama3_8b_full_window"] == f"{free // (8192 * PER_TOKEN):,}"  # 1 GiB per 8K window

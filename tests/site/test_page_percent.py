@@ -52,6 +52,26 @@ def test_the_size_check(text, bad):
     assert bool(typed_sizes(prose(text))) is bad
 
 
+# The datasheets' capacities are not decimal GB: an H100's 80 GB would be 74.5 GiB, less than the 79.6 GiB
+# the device reports (an H200's 139.8 GiB is 150 GB, more than its 141 GB). Pages quote the datasheet as it
+# prints it and the device as it reports, and call neither decimal (the second reader's review, A4).
+DECIMAL_GB = re.compile(r"decimal (?:GB|gigabytes)|十進位")
+
+
+@pytest.mark.parametrize("path", ALL_PAGES, ids=[str(p.relative_to(DOCS)) for p in ALL_PAGES])
+def test_pages_do_not_call_the_datasheet_gb_decimal(path):
+    found = [m.group(0) for m in DECIMAL_GB.finditer(prose(path.read_text(encoding="utf-8")))]
+    assert not found, found
+
+
+@pytest.mark.parametrize("text, bad", [("An NVIDIA H100 is sold with 80 GB (decimal gigabytes)", True),
+                                       ("規格表上的記憶體是 80 GB（以十進位計的 GB）", True),
+                                       ("The datasheet of an NVIDIA H100 says 80 GB; the device reports 79.6 GiB", False),
+                                       ("NVIDIA H100 的規格表寫 80 GB，裝置實際回報約 79.6 GiB", False)])
+def test_the_decimal_check(text, bad):
+    assert bool(DECIMAL_GB.search(prose(text))) is bad
+
+
 @pytest.mark.parametrize("text, bad", [("only 20.4 % to 38.2 % held", True), ("20–26 % more", True),
                                        ("only 20.4% to 38.2% held", False), ("slot `p % 16`", False),
                                        ("the 10th to the 90th percentile", False)])
