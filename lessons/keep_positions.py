@@ -280,9 +280,11 @@ def _sink_note(attn, sinks: int, budget: int, lang) -> str:
     even = fmt_percent(shares[0][1])
     return t({"en": (f"Do the first {sinks} positions act as attention sinks in this model? With the full cache, queries "
                      f"past position {budget} give them {per_layer} of their attention (layers 1 to {len(shares)}); "
-                     f"an even spread over the keys they see would give {even}."),
+                     f"if the attention were spread evenly over the keys they see, these {sinks} positions would get "
+                     f"{even} together."),
               "zh-TW": (f"在這個模型裡，最前面 {sinks} 個位置是注意力匯聚點嗎？用完整快取時，位置 {budget} 之後的 query "
-                        f"分給它們的注意力是 {per_layer}（第 1 到第 {len(shares)} 層）；平均分給看得到的每個 key 的話是 {even}。")}, lang)
+                        f"分給它們的注意力是 {per_layer}（第 1 到第 {len(shares)} 層）；如果注意力平均分給看得到的每個 key，"
+                        f"這 {sinks} 個位置合起來會拿到 {even}。")}, lang)
 
 
 def _look_note(looks: dict, sinks: int, lang) -> str:
@@ -315,9 +317,35 @@ def _notes(policy: str, budget: int, sinks: int, looks: dict, lang) -> list[str]
         recent = h2o_recent(budget)
         notes.append(t({"en": (f"H2O here keeps the {recent} newest positions and the {budget - recent} others "
                                "with the largest attention received so far, one set per layer (summed over heads)."),
-                        "zh-TW": (f"這裡的 H2O 保留最新的 {recent} 個位置，再加上到目前為止收到最多注意力的 "
+                        "zh-TW": (f"這裡的 H2O 保留最新的 {recent} 個位置，再加上到目前為止拿到最多注意力的 "
                                   f"{budget - recent} 個位置；每層一組（各 head 相加）。")}, lang))
     return notes
+
+
+def _other_script(text: str, lang: str) -> bool:
+    """Whether ``text`` holds letters of the other language: Latin after a Chinese text, Han after an English one."""
+    if lang == "zh-TW":
+        return any("a" <= ch.lower() <= "z" for ch in text)
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+LANGUAGES = {"en": {"en": "English", "zh-TW": "英文"}, "zh-TW": {"en": "Chinese", "zh-TW": "中文"}}
+
+
+def _language_note(tok, full_cont, runs: dict, text: str, lang) -> str | None:
+    """The small course model often continues a text in the other language: say so where it does, and
+    whether the full cache did too (then it is the model, not the cache)."""
+    switched = [_other_script(tok.decode(ids), text) for ids in [full_cont] + [r.continuation for r, _kl in runs.values()]]
+    if not any(switched):
+        return None
+    this, other = LANGUAGES[text], LANGUAGES["en" if text == "zh-TW" else "zh-TW"]
+    return t({"en": (f"The continuations are the course model's own greedy tokens. The model is small, and after "
+                     f"{'a' if text == 'zh-TW' else 'an'} {this['en']} text it often switches to {other['en']}"
+                     + ("; the full cache's continuation did too, so that is the model, not the cache." if switched[0]
+                        else ".")),
+              "zh-TW": (f"「貪婪解碼接著寫」那一欄是課程模型自己寫出的詞元。這個模型很小，接著{this['zh-TW']}往下寫時，"
+                        f"常常寫著寫著就換成{other['zh-TW']}"
+                        + ("；完整快取的續寫也換了語言，所以這是模型本身的能力，不是快取造成的。" if switched[0] else "。"))}, lang)
 
 
 def run(values: dict, lang: str) -> dict:
@@ -339,4 +367,5 @@ def run(values: dict, lang: str) -> dict:
                         _figure_quality({p: kl for p, (_r, kl) in runs.items()}, budget, lang),
                         _figure_last_look(looks, ids, tok, sinks, lang)],
             "tables": [_summary_table(runs, full.logits, full_bytes, full.continuation, budget, tok, lang)],
-            "notes": [_sink_note(full.attn, sinks, budget, lang)] + _notes(policy, budget, sinks, looks, lang)}
+            "notes": [_sink_note(full.attn, sinks, budget, lang)] + _notes(policy, budget, sinks, looks, lang)
+            + [n for n in (_language_note(tok, full.continuation, runs, text, lang),) if n]}

@@ -232,9 +232,13 @@ def _notes(tok, fcache, qcache, f_tokens, q_tokens, split, errors, view, lang) -
         notes.append(t({"en": f"The texts part at step {split + 1}: the float cache chose “{a}”, the quantized cache “{b}”.",
                         "zh-TW": f"兩段文字在第 {split + 1} 步分開：浮點快取選了「{a}」，量化快取選了「{b}」。"}, lang))
     worst = max(range(len(errors)), key=lambda i: errors[i][1])
-    notes.append(t({"en": (f"While both read the same tokens (the prompt and the steps before any divergence), layer {worst + 1} "
+    same = ({"en": "Both read the same tokens throughout (the prompt and every step)",
+             "zh-TW": "兩者讀的詞元從頭到尾都相同（提示詞和每一步）；在這個範圍內"} if split is None else
+            {"en": "While both read the same tokens (the prompt and the steps before the texts part)",
+             "zh-TW": "在兩者讀的詞元還相同的範圍內（提示詞，以及分開之前的每一步）"})
+    notes.append(t({"en": (f"{same['en']}, layer {worst + 1} "
                            f"moved most: mean KL {errors[worst][1]:.2g}, largest change of one attention weight {errors[worst][0]:.2g}."),
-                    "zh-TW": (f"在兩者讀的詞元還相同的範圍內（提示詞，以及分開之前的每一步），第 {worst + 1} 層的注意力變得最多："
+                    "zh-TW": (f"{same['zh-TW']}，第 {worst + 1} 層的注意力變化最大："
                               f"平均 KL 是 {errors[worst][1]:.2g}，單一注意力權重最多變了 {errors[worst][0]:.2g}。")}, lang))
     layer, before, after = view
     notes.append(t({"en": (f"Keys of layer {layer + 1}: the largest channel is {before.max() / np.median(before):.2f}× the median one "

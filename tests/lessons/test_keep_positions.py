@@ -1,5 +1,6 @@
 """keep_positions: the kept positions follow each policy's rule, and the quality numbers agree
 with the course model run here through its own attention mask (not through the caches)."""
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -164,3 +165,44 @@ def test_the_heavy_hitters_look_where_their_cache_still_holds(course):
     held_anywhere = set().union(*map(set, kept(out)))
     assert all(got[p] > 0 for p in kept_last)
     assert sum(v > 0 for v in got) <= len(held_anywhere) + len(kept(out)) < TEXT_TOKENS
+
+
+# --------------------------------------------------------------------------- the second reader's review (plate 7)
+
+
+def even_share_reads_as_per_key(note: str) -> bool:
+    """「平均分給看得到的每個 key 的話是 8.57%」 read as 8.57% for each key: the share is the first S positions'."""
+    return bool(re.search(r"每個 key 的話是|would give \d", note))
+
+
+@pytest.mark.parametrize("sinks", [1, 4])
+def test_the_even_share_is_the_first_positions_together(course, sinks):
+    zh, en = (registry.run("keep_positions", {"sinks": sinks}, lang)["notes"][0] for lang in ("zh-TW", "en"))
+    assert f"這 {sinks} 個位置合起來會拿到" in zh and f"these {sinks} positions would get" in en
+    assert not even_share_reads_as_per_key(zh) and not even_share_reads_as_per_key(en)
+    assert even_share_reads_as_per_key("用完整快取時……；平均分給看得到的每個 key 的話是 8.57%。")
+
+
+@pytest.mark.parametrize("text", ["en", "zh-TW"])
+def test_a_continuation_in_the_other_language_is_explained(course, text):
+    """The Chinese text's continuation read 「果。The cat sat」 with no word of why: the small model switches
+    language, the full cache too, which a note now says (in both interface languages)."""
+    for lang, said in (("zh-TW", "常常寫著寫著就換成"), ("en", "it often switches to")):
+        out = registry.run("keep_positions", {"text": text}, lang)
+        conts = column(out["tables"][0], "貪婪解碼接著寫" if lang == "zh-TW" else "greedy continuation")
+        other = re.compile("[A-Za-z]" if text == "zh-TW" else "[\u4e00-\u9fff]")
+        assert any(other.search(c) for c in conts), conts  # the demo's texts do switch (else the note is moot)
+        assert any(said in n for n in out["notes"]), out["notes"]
+
+
+def test_plate_7_names_the_budget_control_by_its_label():
+    """The tip said 「預算」 for the slider labelled 每層保留的位置數: a tip names a control as the demo labels it."""
+    from pathlib import Path
+    from lessons.keep_positions import CONTROLS
+    budget = next(c for c in CONTROLS if c.name == "budget")
+    docs = Path(__file__).resolve().parents[2] / "docs" / "plates"
+    for lang, page in (("zh-TW", "07-shrinking-the-cache.zh-TW.md"), ("en", "07-shrinking-the-cache.md")):
+        text = (docs / page).read_text(encoding="utf-8")
+        label = budget.label[lang]
+        assert f"- **{label}" in text or f"- **{label[0].upper()}{label[1:]}" in text, label
+        assert "**預算。**" not in text and "**Budget.**" not in text

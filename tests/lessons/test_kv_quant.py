@@ -141,3 +141,18 @@ def test_bits_options_are_the_engines():
     from engine.caches.quant import BITS as ENGINE_BITS
 
     assert sorted(int(b) for b in BITS) == sorted(ENGINE_BITS)
+
+
+def _scope_note(out) -> str:
+    return next(n for n in out["notes"] if "注意力變化最大" in n or "moved most" in n)
+
+
+def test_the_layer_note_names_only_steps_that_exist(course):
+    """When the two continuations never part there is no 「分開之前的每一步」: the note says the whole run."""
+    same, parted = (registry.run("kv_quant", {"bits": b}, "zh-TW") for b in ("8", "2"))
+    assert any("完全相同" in n for n in same["notes"]) and any("步分開" in n for n in parted["notes"])
+    assert "分開之前" not in _scope_note(same) and "從頭到尾都相同" in _scope_note(same)
+    assert "分開之前的每一步" in _scope_note(parted) and "變化最大" in _scope_note(parted)
+    assert "變得最多" not in _scope_note(same) + _scope_note(parted)
+    en = registry.run("kv_quant", {"bits": "8"}, "en")
+    assert "before" not in _scope_note(en) and "throughout" in _scope_note(en)
