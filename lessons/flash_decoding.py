@@ -93,8 +93,8 @@ def _figure_chunks(mx, sm, split, S, head, lang) -> dict:
     title = t({"en": f"Head {head}: what each chunk adds to the merged result", "zh-TW": f"第 {head} 個 head：每一段對合併結果的貢獻"}, lang)
     lay = layout(t({"en": "chunk (positions)", "zh-TW": "段（位置）"}, lang), label, xaxis={"type": "category"})
     cols = [t({"en": "chunk (positions)", "zh-TW": "段（位置）"}, lang), t({"en": "max score m", "zh-TW": "最大分數 m"}, lang),
-            t({"en": "sum of exp(s − m)", "zh-TW": "exp(s − m) 的總和"}, lang),
-            t({"en": "rescale exp(m − M)", "zh-TW": "重新縮放倍數 exp(m − M)"}, lang), label]
+            t({"en": "sum of exp(score − m)", "zh-TW": "exp(分數 − m) 的總和"}, lang),
+            t({"en": "rescale factor exp(m − M)", "zh-TW": "重新縮放倍數 exp(m − M)"}, lang), label]
     rows = [[names[i], float(mx[i]), float(sm[i]), float(w[i]), fmt_percent(share[i])] for i in range(len(names))]
     return figure("chunks", title, data, lay, cols, rows)
 
@@ -104,11 +104,18 @@ def _notes(model, S, split, merged, one_pass, lang) -> list[str]:
     C = n_chunks(S, split)
     diff = fmt_num(float(np.abs(merged - one_pass).max()))
     blocks = c.n_kv_heads * C
+    # "even for one sequence" is what the chunks buy: with one chunk there are no more thread blocks than heads
+    tail = ({"en": ", as many as without chunks.", "zh-TW": "，和不切段時一樣多。"} if C == 1 else
+            {"en": " working at once, even for one sequence.", "zh-TW": "同時工作，就算只有一個序列也一樣。"})
+    cut = ({"en": f"The cache holds {S} positions, all in one chunk (up to {split} each)",
+            "zh-TW": f"快取裡有 {S} 個位置，全部在同一段裡（每段最多 {split} 個）"} if C == 1 else
+           {"en": f"The cache holds {S} positions: {C} chunks of up to {split}",
+            "zh-TW": f"快取裡有 {S} 個位置：切成 {C} 段，每段最多 {split} 個"})
     return [t(n, lang) for n in (
-        {"en": f"The cache holds {S} positions: {C} chunks of up to {split}. A GPU kernel gives each KV head's chunk its own "
-               f"thread block: {c.n_kv_heads} KV heads × {C} chunks = {blocks} thread blocks working at once, even for one sequence.",
-         "zh-TW": f"快取裡有 {S} 個位置：切成 {C} 段，每段最多 {split} 個。GPU kernel 讓每個 KV head 的每一段各用一個執行緒區塊："
-                  f"{c.n_kv_heads} 個 KV head × {C} 段 = {blocks} 個執行緒區塊同時工作，就算只有一個序列也一樣。"},
+        {"en": f"{cut['en']}. A GPU kernel gives each KV head's chunk its own thread block: {c.n_kv_heads} KV heads × "
+               f"{C} chunk{'s' if C > 1 else ''} = {blocks} thread blocks{tail['en']}",
+         "zh-TW": f"{cut['zh-TW']}。GPU kernel 讓每個 KV head 的每一段各用一個執行緒區塊："
+                  f"{c.n_kv_heads} 個 KV head × {C} 段 = {blocks} 個執行緒區塊{tail['zh-TW']}"},
         {"en": f"Merged output vs the model's one-pass softmax, all {c.n_heads} heads × {c.head_dim} numbers: "
                f"largest difference {diff} (float32 rounding). Splitting changes the order of the sums, not the result.",
          "zh-TW": f"合併的結果和模型一次算完的 softmax 相比（全部 {c.n_heads} 個 head × {c.head_dim} 個數字）："

@@ -47,7 +47,7 @@ def test_shares_add_up_and_follow_the_softmax(course):
     w = tr.attn[1][1, -1]  # layer 2, head 2: the last token's softmax weights
     want = [w[a : a + 5].sum() for a in range(0, len(ids), 5)]
     assert shares == pytest.approx(want, abs=0.001)  # the display rounds to 3 digits
-    assert max(numbers(out["figures"][1]["table"], "rescale exp(m − M)")) == 1  # the chunk holding the overall max
+    assert max(numbers(out["figures"][1]["table"], "rescale factor exp(m − M)")) == 1  # the chunk holding the overall max
     assert f"{len(ids)} positions: {len(rows)} chunks of up to 5" in out["notes"][0]
 
 
@@ -57,3 +57,20 @@ def test_errors_in_both_languages(course, values, lang):
     with pytest.raises(LessonInputError) as e:
         registry.run("flash_decoding", values, lang)
     assert e.value.message(lang)
+
+
+def test_one_chunk_claims_nothing_for_one_sequence(course):
+    """「2 個 KV head × 1 段 = 2 個執行緒區塊同時工作，就算只有一個序列也一樣」 promised what one chunk does
+    not buy: with one chunk the note says it is as many thread blocks as without chunks."""
+    for lang, even in (("zh-TW", "就算只有一個序列也一樣"), ("en", "even for one sequence")):
+        one, many = (registry.run("flash_decoding", {"chunk": c}, lang)["notes"][0] for c in (64, 8))
+        assert even in many and even not in one
+        assert ("和不切段時一樣多" if lang == "zh-TW" else "as many as without chunks") in one
+    assert "1 chunks" not in registry.run("flash_decoding", {"chunk": 64}, "en")["notes"][0]
+
+
+def test_the_sum_column_writes_the_score_as_the_prose_does(course):
+    """The prose writes s_c for a chunk's sum; the column's exp(s − m) used s for a score."""
+    for lang, col in (("zh-TW", "exp(分數 − m) 的總和"), ("en", "sum of exp(score − m)")):
+        columns = registry.run("flash_decoding", None, lang)["figures"][1]["table"]["columns"]
+        assert col in columns and not any("exp(s " in c for c in columns)

@@ -142,3 +142,26 @@ def test_the_stated_number_of_questions_is_the_plates(path):
                                           ("the first five plates", [])])
 def test_the_question_range_is_read(text, expect):
     assert question_ranges(text) == expect
+
+
+# --------------------------------------------------------------------------- the home page's goals
+
+GOALS_HEADING = {"en": "## What you will be able to explain", "zh-TW": "## 讀完你能說明什麼"}
+
+
+def goals(text: str, lang: str) -> list[str]:
+    """The bullets under the home page's goals heading (one per numbered plate, in order)."""
+    section = text.split(GOALS_HEADING[lang], 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("- ")]
+
+
+@pytest.mark.parametrize("lang, page", [("en", "index.md"), ("zh-TW", "index.zh-TW.md")])
+def test_the_home_page_has_a_goal_for_every_plate(lang, page):
+    """The goals stopped at plate 8 when plate 9 came (the second reader's review): one goal per plate."""
+    found = goals((DOCS / page).read_text(encoding="utf-8"), lang)
+    assert len(found) == len(nav_plates()), found
+
+
+def test_a_missing_goal_is_caught():
+    text = "## 讀完你能說明什麼\n\n讀完這幾張圖，你應該能夠：\n\n" + "".join(f"- 第 {i} 張的事；\n" for i in range(1, 9)) + "\n## 下一節\n"
+    assert len(goals(text, "zh-TW")) == 8 != len(nav_plates())
