@@ -143,7 +143,7 @@ def _measured_notes(last: dict, stopped: bool, where: str, lang: str) -> list[st
                f"({last['uncached_s'] / last['cached_s']:.1f}× slower); with the cache that is about "
                f"{fmt_int(1 / last['cached_s'])} tokens/s."),
         "zh-TW": (f"在{where}實測：上下文有 {fmt_int(last['context'])} 個詞元時，使用快取的一步要 "
-                  f"{last['cached_s'] * 1e3:.3g} 毫秒，不用快取要 {last['uncached_s'] * 1e3:.3g} 毫秒"
+                  f"{last['cached_s'] * 1e3:.3g} ms，不用快取要 {last['uncached_s'] * 1e3:.3g} ms"
                   f"（慢 {last['uncached_s'] / last['cached_s']:.1f} 倍）；使用快取時約每秒 "
                   f"{fmt_int(1 / last['cached_s'])} 個詞元。")}, lang)]
     if stopped:

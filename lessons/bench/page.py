@@ -142,7 +142,7 @@ def _latency(series, lang):
                          _ms(p["prefill"]["median_s"]) if p["prefill"] else "—"])
     title = t({"en": "Decode step time vs context", "zh-TW": "每步解碼時間隨上下文長度的變化"}, lang)
     lay = layout(t({"en": "context (tokens already in the cache, log)", "zh-TW": "上下文（快取中已有的詞元數，對數）"}, lang),
-                 t({"en": "time per step (ms, log; bars: p10–p90)", "zh-TW": "每步毫秒數（對數；誤差線 p10–p90）"}, lang),
+                 t({"en": "time per step (ms, log; bars: p10–p90)", "zh-TW": "每步時間（毫秒，對數；誤差線 p10–p90）"}, lang),
                  xaxis={"type": "log"}, yaxis={"type": "log"})
     cols = [t(RESULTS_COL, lang), t(CONTEXT_COL, lang),
             t({"en": "with cache (ms, median)", "zh-TW": "使用快取（毫秒，中位數）"}, lang),
@@ -400,6 +400,59 @@ def _timing_text(tm: dict, lang: str) -> str:
                         f"{tm['min_seconds']:g} 秒；很慢的步驟至少 3 次）；取中位數與 p10–p90")}, lang)
 
 
+# The harness writes each peak's note from a few fixed templates (tools/bench/backend.py GPU_SPEC_BANDWIDTH,
+# tools/bench/provenance.py measure_copy_bandwidth / measure_matmul_flops, --peak-bw-gbs): each has its zh-TW
+# wording here, with the numbers carried over. A note of any other form is shown as the file holds it.
+_ZH_NOTES = (
+    (re.compile(r"(?P<xp>\w+) STREAM-like test on 2 x (?P<mib>\d+) MiB float32 arrays, best of (?P<n>\d+): "
+                r"copy (?P<copy>[\d.]+ GB/s) \(read \+ write counted\), dot (?P<dot>[\d.]+ GB/s); "
+                r"the higher \((?P<kernel>copy|dot \(read-only\))\) is used"),
+     "{xp} 的類似 STREAM 測試，2 個 {mib} MiB 的 float32 陣列，取 {n} 次中最快的一次；copy {copy}（讀和寫都算），"
+     "dot {dot}，採用比較高的 {kernel}"),
+    (re.compile(r"(?P<xp>\w+) (?P<n1>\d+)x(?P<n2>\d+) (?P<dtype>\w+) matmul, best of (?P<n>\d+)"),
+     "{xp} 的 {n1}×{n2} {dtype} 矩陣乘法，取 {n} 次中最快的一次"),
+    (re.compile(r"(?P<gpu>NVIDIA \S+(?: \S+)*?) Tensor Core GPU datasheet \((?P<form>[^)]+)\): (?P<bw>[\d.]+ TB/s) (?P<mem>\S+)"),
+     "{gpu} Tensor Core GPU（{form}）的 {mem} 頻寬 {bw}"),
+    (re.compile(r"given on the command line with --peak-bw-gbs"), "在命令列用 --peak-bw-gbs 指定"),
+)
+_ZH_KERNEL = {"copy": "copy", "dot (read-only)": "dot（只讀）"}
+
+
+def peak_note(note: str, lang: str) -> str:
+    """A peak's note in the reader's language: a harness template mapped to zh-TW, anything else as it is."""
+    if lang != "zh-TW":
+        return note
+    for pattern, zh in _ZH_NOTES:
+        m = pattern.fullmatch(note)
+        if m:
+            parts = m.groupdict()
+            if "kernel" in parts:
+                parts["kernel"] = _ZH_KERNEL[parts["kernel"]]
+            return zh.format(**parts)
+    return note
+
+
+def command_notes(command: str, lang: str) -> str:
+    """What a reader should know about a recorded command: it ran under the harness's old name
+    (python -m engine.bench, writing to engine/bench/results/), and an option given twice takes its last value."""
+    notes = []
+    if re.match(r"python -m engine\.bench(?!\w)", command):
+        notes.append(t({"en": ("written when the harness was python -m engine.bench, writing to engine/bench/results/; "
+                               "today it is python -m tools.bench, and the files live in engine/bench_results/results/"),
+                        "zh-TW": ("這個檔案寫出時，測試程式還叫 python -m engine.bench，結果寫在 engine/bench/results/；"
+                                  "現在的指令是 python -m tools.bench，檔案放在 engine/bench_results/results/")}, lang))
+    words = command.split()
+    seen: dict[str, list[str]] = {}
+    for i, w in enumerate(words):
+        if w.startswith("--"):
+            seen.setdefault(w, []).append(words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else "")
+    for flag, given in seen.items():
+        if len(given) > 1:
+            notes.append(t({"en": f"{flag} is given {len(given)} times and the last one, {given[-1]}, applies",
+                            "zh-TW": f"{flag} 出現了 {len(given)} 次，以最後一個 {given[-1]} 為準"}, lang))
+    return t({"en": "; ", "zh-TW": "；"}, lang).join(notes)
+
+
 def provenance_table(stem: str, doc: dict, lang: str) -> dict:
     """Where one file's numbers come from, as a two-column table."""
     p = doc["provenance"]
@@ -412,11 +465,12 @@ def provenance_table(stem: str, doc: dict, lang: str) -> dict:
     rows = [
         [t({"en": "device", "zh-TW": "裝置"}, lang), _device_label(doc)],
         [t({"en": "peak bandwidth", "zh-TW": "峰值頻寬"}, lang),
-         f"{fmt_si(bw['value'], 'B/s')} — {t(SOURCE[bw['source']], lang)}{t(L.COLON, lang)}{bw['note']}"],
+         f"{fmt_si(bw['value'], 'B/s')} — {t(SOURCE[bw['source']], lang)}{t(L.COLON, lang)}{peak_note(bw['note'], lang)}"],
         [t({"en": "peak compute (the roof)", "zh-TW": "峰值運算能力（Roofline 的平頂）"}, lang),
-         f"{fmt_si(fl['value'], 'FLOP/s')} — {t(SOURCE[fl['source']], lang)}{t(L.COLON, lang)}{fl['note']}"],
+         f"{fmt_si(fl['value'], 'FLOP/s')} — {t(SOURCE[fl['source']], lang)}{t(L.COLON, lang)}{peak_note(fl['note'], lang)}"],
         [t({"en": "software", "zh-TW": "軟體版本"}, lang), ", ".join(f"{k} {v}" for k, v in p["versions"].items() if v)],
-        ["CUDA", f"driver {p['cuda']['driver']}, runtime {p['cuda']['runtime']}" if p["cuda"] else "—"],
+        ["CUDA", t({"en": "driver {d}, runtime {r}", "zh-TW": "驅動程式 {d}、runtime {r}"}, lang).format(
+            d=p["cuda"]["driver"], r=p["cuda"]["runtime"]) if p["cuda"] else "—"],
         [t({"en": "CPU threads", "zh-TW": "CPU 執行緒"}, lang), thread_text],
         [t({"en": "timing", "zh-TW": "計時方式"}, lang), _timing_text(p["timing"], lang)],
         [t({"en": "load average (start → end)", "zh-TW": "系統負載（開始 → 結束）"}, lang),
@@ -424,6 +478,8 @@ def provenance_table(stem: str, doc: dict, lang: str) -> dict:
         ["git commit", commit],
         [t({"en": "date (UTC)", "zh-TW": "日期（UTC）"}, lang), p["date"]],
         [t({"en": "command", "zh-TW": "指令"}, lang), p["command"]],
+        *([[t({"en": "about the command", "zh-TW": "關於這個指令"}, lang), command_notes(p["command"], lang)]]
+          if command_notes(p["command"], lang) else []),
         [t({"en": "file", "zh-TW": "檔案"}, lang), f"engine/bench_results/results/{stem}.json"],
     ]
     return table(t({"en": f"Provenance: {_device_label(doc)}", "zh-TW": f"來源資訊：{_device_label(doc)}"}, lang),
@@ -477,7 +533,7 @@ def summary_notes(series, lang: str) -> list[str]:
                               f"{g:.2f} 倍（上下文是原來的 {u1['context'] / u0['context']:.1f} 倍）")
         tps = [1 / p["decode_cached"]["median_s"] for p in pts]
         line["en"] += f"; {fmt_int(min(tps))}–{fmt_int(max(tps))} tokens/s with the cache."
-        line["zh-TW"] += f"；使用快取時每秒 {fmt_int(min(tps))}–{fmt_int(max(tps))} 個詞元。"
+        line["zh-TW"] += f"；使用快取時每秒 {fmt_int(min(tps))} 到 {fmt_int(max(tps))} 個詞元。"
         notes.append(t(line, lang))
         notes += _skipped_note(label, pts, lang)
     return notes
@@ -509,15 +565,15 @@ def launch_bound_note(doc: dict, b: baseline.Baseline, lang: str) -> str:
     return t({
         "en": ("Why the {dev} numbers are far above the floor (commit {commit}): one {dtype} step of the Llama shape at "
                "{ctx} tokens launches {ops} GPU operations, about {per_layer} per layer, and each launch costs the "
-               "host about {us} µs, so launching alone takes about {launching} ms, while the GPU is busy {busy} ms of "
-               "a {wall} ms step: the host, not the memory, sets the pace. The largest GPU cost is the attention "
+               "host about {us} µs, so launching alone takes about {launching} ms; in the profiled run a step took "
+               "{wall} ms and the GPU was busy {busy} ms of it: the host, not the memory, sets the pace. The largest GPU cost is the attention "
                "product over the cache, which CuPy runs as a float32 batched gemv ({gemv} ms per step) after "
                "{n_copies} float16 → float32 copies ({copy_ms} ms).").format(**d),
         "zh-TW": ("為什麼 {dev} 的數字離下限這麼遠（commit {commit}）：以 Llama 的形狀、上下文 {ctx} 個詞元來說，{dtype} 的一步要啟動 {ops} 個 "
-                  "GPU 運算，每層約 {per_layer} 個；主機每啟動一次約花 {us} 微秒，光是啟動就要約 {launching} 毫秒，而在 "
-                  "{wall} 毫秒的一步裡，GPU 只忙了 {busy} 毫秒。決定速度的是主機，不是記憶體。GPU 上最花時間的是對快取做的"
-                  "注意力乘法：CuPy 先做 {n_copies} 次 float16 → float32 轉換（{copy_ms} 毫秒），再用 float32 的批次 gemv 計算"
-                  "（每步 {gemv} 毫秒）。").format(**d)}, lang)
+                  "GPU 運算，每層約 {per_layer} 個；主機每啟動一次約花 {us} µs，光是啟動就要約 {launching} ms。剖析那次執行的一步是 "
+                  "{wall} ms，其中 GPU 只忙了 {busy} ms。決定速度的是主機，不是記憶體。GPU 上最花時間的是對快取做的"
+                  "注意力乘法：CuPy 先做 {n_copies} 次 float16 → float32 轉換（{copy_ms} ms），再用 float32 的批次 gemv 計算"
+                  "（每步 {gemv} ms）。").format(**d)}, lang)
 
 
 def fused_note(n_layers: int, lang: str) -> str:
@@ -558,7 +614,7 @@ GOAL_NAMES = {  # tools/bench/gpu_check.py's GOALS (issue 17), as a reader reads
                                    "zh-TW": "Llama-3-8B × 4、上下文 8,192：比 transformers eager 快幾倍"},
     "llama_growth_128_to_32768": {"en": "cached step at 32,768 ÷ at 128",
                                   "zh-TW": "使用快取的一步：上下文 32,768 ÷ 128"},
-    "course_ms_per_step": {"en": "course model: ms per step", "zh-TW": "課程模型：每步毫秒數"},
+    "course_ms_per_step": {"en": "course model: time per step (ms)", "zh-TW": "課程模型：每步時間（毫秒）"},
     "gpt2_cache_speedup_1023": {"en": "GPT-2 small at 1,023: speedup from the cache",
                                 "zh-TW": "GPT-2 small、上下文 1,023：快取帶來的加速"},
 }

@@ -81,7 +81,7 @@ def test_each_file_shows_its_provenance():
             text = json.dumps(out["tables"], ensure_ascii=False)
             p = doc["provenance"]
             for needle in (p["device"]["name"], p["date"], p["command"], (p["git"]["commit"] or "?")[:12],
-                           p["versions"]["numpy"], p["peak_bandwidth"]["note"]):
+                           p["versions"]["numpy"], bench_page.peak_note(p["peak_bandwidth"]["note"], lang)):
                 assert needle in text, (stem, lang, needle)
 
 
@@ -287,3 +287,71 @@ def test_only_a_gpu_check_measured_on_a_gpu_is_published(tmp_path):
         store.check_gpu_check(broken)
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert '"bench_results/gpu_checks/*.json"' in text  # committed ones travel in the wheel
+
+
+# --------------------------------------------------------------------------- the second reader's review (benchmarks)
+
+# One sample of each template the harness writes a peak's note from (tools/bench/backend.py, provenance.py).
+HARNESS_NOTES = [
+    "numpy STREAM-like test on 2 x 512 MiB float32 arrays, best of 5: copy 22.8 GB/s (read + write counted), "
+    "dot 15.3 GB/s; the higher (copy) is used",
+    "cupy STREAM-like test on 2 x 512 MiB float32 arrays, best of 5: copy 3900.1 GB/s (read + write counted), "
+    "dot 4100.7 GB/s; the higher (dot (read-only)) is used",
+    "numpy 1024x1024 float32 matmul, best of 5",
+    "NVIDIA H200 Tensor Core GPU datasheet (SXM): 4.8 TB/s HBM3e",
+    "NVIDIA H100 Tensor Core GPU datasheet (SXM5): 3.35 TB/s HBM3",
+    "given on the command line with --peak-bw-gbs",
+]
+
+
+def untranslated(cell: str) -> list[str]:
+    """English prose left in a zh-TW cell (more than a name, a number or a unit), or a second colon."""
+    words = [w for w in __import__("re").findall(r"[A-Za-z][a-z]+(?: [a-z]+){2,}", cell)]
+    return words + (["two colons"] if cell.count("：") > 1 else [])
+
+
+@pytest.mark.parametrize("note", HARNESS_NOTES)
+def test_every_harness_note_has_a_zh_tw_wording_with_its_numbers(note):
+    import re
+    zh = bench_page.peak_note(note, "zh-TW")
+    assert zh != note and not untranslated(zh) and "：" not in zh, zh
+    assert sorted(re.findall(r"\d+(?:\.\d+)?", note)) == sorted(re.findall(r"\d+(?:\.\d+)?", zh.replace("×", "x"))), zh
+    assert bench_page.peak_note(note, "en") == note
+
+
+def test_an_unknown_note_is_shown_as_the_file_holds_it():
+    assert bench_page.peak_note("measured with a stopwatch", "zh-TW") == "measured with a stopwatch"
+
+
+def test_the_provenance_cells_are_chinese_with_one_colon():
+    """「實測：numpy STREAM-like test on 2 x 512 MiB float32 arrays, best of 5: copy 22.8 GB/s …」 was English
+    with two colons inside a zh-TW table: the peaks' notes come from the harness's templates, mapped here."""
+    out = registry.run("bench_results", None, "zh-TW")
+    cells = [r[1] for tb in out["tables"] if tb["title"].startswith("來源資訊") for r in tb["rows"]
+             if r[0] in ("峰值頻寬", "峰值運算能力（Roofline 的平頂）")]
+    assert len(cells) == 2 * len(_gpu_docs()) + 2 * (len(bench_page._RESULTS) - len(_gpu_docs()))
+    assert all(not untranslated(c) for c in cells), cells
+    assert untranslated("22.8 GB/s — 實測：numpy STREAM-like test on 2 x 512 MiB float32 arrays, best of 5: copy")
+
+
+def test_a_command_from_the_old_harness_says_so():
+    """The H200 file's command reads python -m engine.bench … --out engine/bench/results/ … with --deadline-s
+    twice, where the page says python -m tools.bench writes engine/bench_results/results/."""
+    note = bench_page.command_notes("python -m engine.bench --deadline-s 360 --out engine/bench/results/x.json "
+                                    "--deadline-s 150", "zh-TW")
+    assert "python -m engine.bench" in note and "python -m tools.bench" in note and "engine/bench_results/results/" in note
+    assert "--deadline-s 出現了 2 次，以最後一個 150 為準" in note
+    assert bench_page.command_notes("python -m tools.bench --quick", "zh-TW") == ""
+    for lang in ("en", "zh-TW"):
+        rows = [r for tb in registry.run("bench_results", None, lang)["tables"] for r in tb["rows"]]
+        commands = [r[1] for r in rows if r[0] in ("command", "指令")]
+        about = [r[1] for r in rows if r[0] in ("about the command", "關於這個指令")]
+        assert len(about) == sum(c.startswith("python -m engine.bench") or c.count("--deadline-s") > 1 for c in commands)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-TW"])
+def test_the_profiled_step_is_named_as_the_profilers(lang):
+    """The note's 6.66 ms step is the profiler's run; the table's 7.35 ms for the same setting is the timed one."""
+    out = registry.run("bench_results", {"shape": "llama3-8b"}, lang)
+    note = next(n for n in out["notes"] if "gemv" in n)
+    assert ("剖析那次執行的一步是" if lang == "zh-TW" else "in the profiled run a step took") in note
