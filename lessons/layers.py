@@ -119,7 +119,7 @@ def guess_runs(tok, probs) -> list[tuple[str, int, int]]:
 
 def _span(a: int, b: int) -> dict:
     return ({"en": f"layer {a}", "zh-TW": f"第 {a} 層"} if a == b else
-            {"en": f"layers {a}–{b}", "zh-TW": f"第 {a}–{b} 層"})
+            {"en": f"layers {a}–{b}", "zh-TW": f"第 {a} 到第 {b} 層"})
 
 
 def _notes(tok, cache, per_layer, probs, dtype, lang) -> list[str]:

@@ -66,9 +66,10 @@ TERMS: tuple[Term, ...] = (
     Term("dimension", "dimension (of a vector: how many numbers it has)", "維度", "維度（dimension）",
          "A vector of d_model numbers has d_model dimensions; 'length' (長度) also names its norm, which the "
          "cosine similarity ignores, so 'longer vectors' read as larger ones. Say how many numbers: 維度越多, "
-         "有 d_c 個數字的潛在向量.",
+         "有 d_c 個數字的潛在向量. Its count is 維度 too, 向量維度 and 維度 128, not 寬度: the pages' 「寬度 128」 "
+         "beside the glossary's 維度 read as two measures (a width stays the feed-forward network's).",
          avoid_en=(r"\b[Ll]onger vectors?\b", r"\bvectors? of length\b", r"\bof length d_\w+"),
-         avoid_zh=(r"向量越長", r"長度(?:是|為) ?d_", r"一個 ?d_\S+ ?個數字的")),
+         avoid_zh=(r"向量越長", r"長度(?:是|為) ?d_", r"一個 ?d_\S+ ?個數字的", r"向量寬度")),
     # ------------------------------------------------------------------ inside attention
     Term("query", "query", "query", "query（查詢向量）",
          "Kept in English with key and value (see the module doc): plate 4 promises the three "
@@ -243,10 +244,16 @@ TERMS: tuple[Term, ...] = (
          "The first tokens where attention pools whatever they say, as water pools in a sink: 匯聚 is the "
          "Taiwanese word for things flowing together. 沉沒 and 水槽 translate the English word, not the idea.",
          avoid_zh=(r"注意力沉", r"注意力槽", r"注意力水槽", r"注意力匯點")),
-    Term("heavy-hitter", "heavy hitter", "heavy hitter", "heavy hitter（重度命中的詞元）",
+    Term("heavy-hitter", "heavy hitter", "heavy hitter", "heavy hitter（拿到大量注意力的詞元）",
          "Kept in English, as H2O names it (H2O is Heavy-Hitter Oracle); the literal 重擊者 reads as a "
-         "baseball or boxing word. The first use glosses it in Chinese.",
-         avoid_zh=(r"重擊者", r"重量級詞元", r"大戶詞元")),
+         "baseball or boxing word. The first use glosses it in Chinese by what it is: 拿到大量注意力的詞元 "
+         "(重度命中 read as a cache hit).",
+         avoid_zh=(r"重擊者", r"重量級詞元", r"大戶詞元", r"重度命中")),
+    Term("attention-received", "attention a position receives (what H2O adds up)", "拿到的注意力", "拿到注意力",
+         "One verb for the attention a key gets from the queries, as the glossary's heavy hitter and eviction "
+         "entries say it; 收到 and 得到 beside it on plate 7 and in the keep_positions demo read as three "
+         "measures.",
+         avoid_zh=(r"(?:收到|得到|獲得)(?:了)?[^，。；、\s]{0,6}注意力",)),
     Term("eviction", "eviction", "逐出", "逐出（eviction）",
          "The Taiwanese cache term for dropping an entry to make room (快取逐出); 驅逐 reads as expelling a "
          "person, and 淘汰 as a contest.",
@@ -340,8 +347,10 @@ TERMS: tuple[Term, ...] = (
          avoid_zh=(r"快閃解碼", r"閃電解碼")),
     Term("pass", "pass (one run of the model over its input)", "執行", "一次執行",
          "A pass of the model is 模型每次執行 on plate 9 and in its demo; 驗證 is what a pass does with the guesses "
-         "(用一次執行驗證), not the pass itself, and a prefill is a pass that verifies nothing.",
-         avoid_zh=(r"驗證次數", r"模型的驗證", r"(?:每|同一|這)次驗證", r"驗證[前後](?!的)", r"模型驗證 ?\S* ?次")),
+         "(用一次執行驗證), not the pass itself, and a prefill is a pass that verifies nothing. 前向計算 (the paging "
+         "demo's 「跑了 17 次前向計算」) named the same pass a second way.",
+         avoid_zh=(r"驗證次數", r"模型的驗證", r"(?:每|同一|這)次驗證", r"驗證[前後](?!的)", r"模型驗證 ?\S* ?次",
+                   r"前向計算", r"前向傳遞")),
     Term("rollback", "roll back (the cache, after a rejection)", "倒回", "倒回",
          "Undoing the entries of rejected guesses: the cache is 倒回 (as a tape is rewound); 截斷 stays for the "
          "call that does it, truncate(n). 退回 reads as sending something back.",

@@ -109,6 +109,53 @@ def release_findings(markdown: str) -> list[str]:
             for name, needed, why in RELEASES if name.search(para) and not needed.search(para)]
 
 
+# Terms a zh-TW page uses before the reader has met them anywhere else carry their first-use gloss the first
+# time (the table's first_zh): plate 9 wrote 執行緒區塊 and 重新縮放倍數 bare (the second reader's review).
+FIRST_USE_GLOSSED = ("thread-block", "rescale")
+
+
+def unglossed_first_uses(markdown: str) -> list[str]:
+    text = "\n".join(line for _n, line in page_prose(markdown))
+    found = []
+    for concept in FIRST_USE_GLOSSED:
+        t = term(concept)
+        at = text.find(t.zh)
+        if at >= 0 and not text.startswith(t.first_zh, at):
+            found.append(f"{concept}: first use {text[at:at + len(t.first_zh)]!r}, not {t.first_zh!r}")
+    return found
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES], ids=[p for p in PAGES])
+def test_a_terms_first_use_carries_its_gloss(page):
+    found = unglossed_first_uses(source(page, "zh-TW").read_text(encoding="utf-8"))
+    assert not found, found
+
+
+def test_the_first_use_check():
+    assert unglossed_first_uses("# 頁\n\n切成很多個執行緒區塊，分給 SM。每個執行緒區塊（thread block）讀一段。\n")
+    assert unglossed_first_uses("# 頁\n\n把每一段乘上 exp(m − M)，重新縮放倍數是 1 的那段不變。\n")
+    assert not unglossed_first_uses("# 頁\n\n切成很多個執行緒區塊（thread block）。每個執行緒區塊讀一段。\n")
+
+
+# d_model is a vector's dimension (the terminology row 'dimension'): 「向量維度」, 「維度 128」, "dimension 128",
+# not 「寬度 128」 or "a 128-wide vector" beside the glossary's 維度 (the second reader's review, C42).
+WIDTH_OF_D_MODEL = re.compile(r"寬度 ?\[\[fact:[\w.]+\.d_model\]\]|\bwidth \[\[fact:[\w.]+\.d_model\]\]"
+                              r"|\[\[fact:[\w.]+\.d_model\]\]-wide")
+
+
+@pytest.mark.parametrize("page, lang", CASES, ids=IDS)
+def test_d_model_is_a_dimension_not_a_width(page, lang):
+    found = WIDTH_OF_D_MODEL.findall(source(page, lang).read_text(encoding="utf-8"))
+    assert not found, found
+
+
+@pytest.mark.parametrize("text, bad", [("3 層、寬度 [[fact:course.d_model]]、共", True), ("a [[fact:course.d_model]]-wide vector", True),
+                                       ("layers, width [[fact:gpt2.d_model]],", True), ("維度 [[fact:course.d_model]]", False),
+                                       ("a [[fact:course.d_model]]-dimensional vector", False)])
+def test_the_width_check(text, bad):
+    assert bool(WIDTH_OF_D_MODEL.search(text)) is bad
+
+
 @pytest.mark.parametrize("page, lang", CASES, ids=IDS)
 def test_pages_name_the_release(page, lang):
     found = release_findings(source(page, lang).read_text(encoding="utf-8"))
@@ -196,6 +243,12 @@ PLANTED = {  # (language, where, what to add) -> the concept it must be caught a
     ("zh-TW", "prose", "預填通常卡在運算能力，而不是卡在記憶體。"): "memory-bound",
     ("en", "prose", "Longer vectors give larger dot products."): "dimension",
     ("en", "prose", "An ordered list of numbers, here of length d_model."): "dimension",
+    # the second reader's review
+    ("zh-TW", "prose", "課程模型在（c）實際跑了 17 次前向計算。"): "pass",
+    ("zh-TW", "prose", "它們是重度命中的詞元。"): "heavy-hitter",
+    ("zh-TW", "prose", "H2O 留下到目前為止得到最多注意力的位置。"): "attention-received",
+    ("zh-TW", "prose", "再加上到目前為止收到最多注意力的 16 個位置。"): "attention-received",
+    ("zh-TW", "prose", "每個詞元的向量寬度是 128。"): "dimension",
     ("zh-TW", "prose", "在這門課裡，它的長度是 d_model。"): "dimension",
 }
 

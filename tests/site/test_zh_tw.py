@@ -45,6 +45,16 @@ The second review of issue 19 added three more, with the calques it found:
 * Ranges between two numbers are written with 到: 「20.4% 到 38.2%」, 「2 到 4 倍」, never with an
   en dash or a tilde, so every page writes a range one way.
 * (In tests/site/test_plate_count.py) 「這最後一張」 only on the last plate.
+
+The second reader's review (a Taiwanese reader on the rendered site) added three:
+
+* No two bracket groups side by side, 「注意力匯聚點（attention sink）（StreamingLLM，……）」: the second one
+  reads as an aside to the first. Put both in one bracket, 「（attention sink；StreamingLLM，……）」, or make
+  the second a clause.
+* No space after a full-width mark, a link or bold closing between them or not: 「縮放係數（scale） s」
+  shows a gap the full-width bracket already leaves.
+* An author list is written one way on every page: names joined by 「、」, the last one too
+  (「Kim、Chun」), never 「Kim 與 Chun」 on one page and 「Kim、Chun」 on another.
 """
 from __future__ import annotations
 
@@ -154,6 +164,10 @@ HALF_WIDTH_LABEL = re.compile(r"\([a-h]\)")  # (a), (b): a list label inside a C
 HALF_WIDTH_GLOSS = re.compile(rf"(?<=[A-Za-z0-9]) \((?:[A-Za-z][A-Za-z .-]*)\)(?= ?[{HAN}])")  # 「Orca (Oracle) 的」
 HALF_WIDTH_COMMA = re.compile(r"（[^（）]*[A-Za-z0-9], [^（）]*）")  # 「（head, 段）」: a half-width comma in a Chinese aside
 QUOTED = re.compile(r"「[^「」]*」")  # a quoted input keeps its own commas: 「tea, 女王」
+SPACE_AFTER_FULL_WIDTH = re.compile(r"[）。，；：、」！？][\]*]* +(?=[^\s|{])")  # 「（scale） s」: a gap after a full-width mark
+LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
+ADJACENT_BRACKETS = re.compile(r"）[\s*_\]]*（")  # 「（attention sink）（StreamingLLM」, bold or a link between them too
+AUTHOR_LIST_AND = re.compile(r"^\s*[-*]\s+[^，\n]*\s與\s[^，\n]*，\[", re.MULTILINE)  # 「- Kim 與 Chun，[Title]」
 NUMBER_RANGE = re.compile(r"\d[%％]?\s*[–—~～]\s*\d")
 SENTENCE_END = re.compile(r"[。！？\n|]")
 BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|\||>|\?\?\?|!!!|<)")
@@ -233,6 +247,23 @@ def number_ranges(text: str) -> list[str]:
     return [f"range (write 2 到 4): {_near(text, m)!r}" for m in NUMBER_RANGE.finditer(text)]
 
 
+def space_after_full_width(markdown: str) -> list[str]:
+    """A space after a full-width mark (a link or bold may close between them): 「縮放係數（scale） s」.
+    Table cells (|) and heading anchors ({#…}) keep theirs; code counts as text, not as a gap."""
+    text = LINK_TARGET.sub("]", INLINE_CODE.sub("`c`", FENCE.sub("", markdown)))
+    return [f"space after a full-width mark: {_near(text, m)!r}" for m in SPACE_AFTER_FULL_WIDTH.finditer(text)]
+
+
+def adjacent_brackets(text: str) -> list[str]:
+    """Two full-width bracket groups side by side: 「（attention sink）（StreamingLLM，……）」."""
+    return [f"）（ side by side (one bracket, or a clause): {_near(text, m)!r}" for m in ADJACENT_BRACKETS.finditer(text)]
+
+
+def author_lists(text: str) -> list[str]:
+    """A reference's author list that ends with 「與」: 「Kim 與 Chun」 where the other pages write 「Kim、Chun」."""
+    return [f"author list with 與 (use 、): {m.group(0).strip()[:60]!r}" for m in AUTHOR_LIST_AND.finditer(text)]
+
+
 def two_colons(text: str) -> list[str]:
     """Two full-width colons in one sentence."""
     return [f"two ： in one sentence: {s.strip()[:80]!r}" for s in SENTENCE_END.split(text) if s.count("：") >= 2]
@@ -263,6 +294,14 @@ CALQUES = {
     r"寫入時複製了": "'the blocks copied on write': 因寫入時複製而複製了幾個區塊",
     r"今天下載得到": "'models you can download today': 現在就能下載的模型",
     r"每一列的長度": "'the rows it was trained on' are sequences: 每筆序列的長度",
+    # the second reader's review (also inside brackets, where the terminology check leaves glosses alone)
+    r"重度命中": "'heavy hitter' read as a cache hit: heavy hitter（拿到大量注意力的詞元）",
+    r"向量寬度": "a vector's count of numbers is its 維度: 向量維度",
+    r"誠實說明": "'Honest limits': 這些數字的限制",
+    r"以十進位計": "the datasheets' GB are not decimal GB: 規格表寫 80 GB，裝置實際回報約 79.6 GiB",
+    r"替伺服器的每一步計時": "the scheduler estimates, it times nothing: 估算伺服器每一步的時間",
+    r"接著等後面的速度": "'then the pace': 接著是之後的輸出速度",
+    r"在這裡，每一種做法要付出多少品質": "在課程模型上，每種做法會讓品質掉多少",
 }
 
 
@@ -284,6 +323,9 @@ TYPOGRAPHY = {
     "ranges": (number_ranges, False),
     "two colons": (two_colons, False),
     "calques": (calques, False),
+    "adjacent brackets": (adjacent_brackets, False),
+    "space after full-width": (space_after_full_width, True),
+    "author lists": (author_lists, False),
 }
 
 
@@ -357,9 +399,19 @@ PLANTED = {
                             "三遍：（a）預留；（b）分頁。吞吐量是 Orca（Oracle）的 1.67 倍，exp(m − M) 與 (qP)·(kP) 是公式。"
                             "（預設是「tea, 女王」）"),
     "ranges": ("只有 20.4%–38.2% 存著，多 20–26%，快 2～4 倍。", "只有 20.4% 到 38.2% 存著，快 2 到 4 倍，Llama-3-8B、第 5、6 張、位置 0 … S−1。"),
-    "calques": ("天真的寫法還會更糟，每個新詞元都需要全部的它們。Llama 形狀在 8,192 個詞元時，快取再小 2 倍。",
+    "calques": ("天真的寫法還會更糟，每個新詞元都需要全部的它們。Llama 形狀在 8,192 個詞元時，快取再小 2 倍。"
+                "heavy hitter（重度命中的詞元）。（層數、向量寬度）",
                 "最直接的寫法還會更糟，每個新詞元都要把它們全部讀一遍。以 Llama 的形狀、上下文 8,192 個詞元來說，快取再減半。"),
     "two colons": ("規則是：先複製：再寫入。", "規則是：先複製，再寫入。第 1 張：下一個詞元\n\n| 第 4 張：注意力 | 讀書筆記：key 是標籤 |"),
+    "adjacent brackets": ("**[注意力匯聚點（attention sink）](../glossary.md#attention-sink)**（StreamingLLM，Xiao 等人，2024）。"
+                          "heavy hitter（重度命中的詞元）（H2O，Zhang 等人，2023）。",
+                          "**[注意力匯聚點](../glossary.md#attention-sink)**（attention sink；StreamingLLM，Xiao 等人，2024）。"
+                          "（甲）。（乙）"),
+    "space after full-width": ("一個[縮放係數（scale）](../glossary.md#scale) *s* 和一個零點。規則是： 先複製。",
+                               "一個[縮放係數（scale）](../glossary.md#scale)*s* 和一個零點：`seq.fork()` 會產生。\n\n"
+                               "### 詞元（token） {#token}\n\n| 第 4 張（注意力） | 讀書筆記 |\n"),
+    "author lists": ("- Yu、Jeong、Kim、Kim 與 Chun，[Orca](https://example.org)（OSDI 2022）：持續批次處理。\n",
+                     "- Yu、Jeong、Kim、Kim、Chun，[Orca](https://example.org)（OSDI 2022）：持續批次處理與搶佔。\n"),
 }
 
 
