@@ -11,8 +11,8 @@ a shared prefix, those blocks are held once for all requests that start with it.
     requests_that_fit(memory, per_request, shared)
 
 A slot is one position in every layer, K and V (engine.analysis.costs.kv_cache_bytes of one token).
-A GPU is two facts with their sources, like engine.analysis.model_shapes: the datasheet's capacity (decimal
-GB, what it is sold as) and the memory the device reports (what requests are counted in).
+A GPU is two facts with their sources, like engine.analysis.model_shapes: the datasheet's capacity (the
+"80 GB" it is sold as) and the memory the device reports (what requests are counted in).
 """
 from __future__ import annotations
 
@@ -88,22 +88,19 @@ def requests_that_fit(memory_bytes: int, per_request_bytes: int, shared_bytes: i
 class GpuMemory:
     """One GPU's memory as two facts, each with its source; everything else is derived.
 
-    The datasheet's capacity is marketed in decimal gigabytes (80 GB = 80e9 bytes). What a
-    server can fill is what the device reports as its total memory, a little less than that
-    counted in binary units: requests that fit are computed from ``usable_bytes``.
+    The datasheet's capacity is the name the GPU is sold under ("80 GB", "141 GB"), not a byte
+    count to compute with: the H100 reports 79.6 GiB (85.5e9 bytes), the H200 139.8 GiB (150.1e9
+    bytes), neither of them 80e9 or 141e9. What a server can fill is what the device reports as
+    its total memory, so requests that fit are computed from ``usable_bytes``.
     """
 
     key: str
     name: str
-    datasheet_gb: int  # the capacity the datasheet prints, in GB (10**9 bytes)
+    datasheet_gb: int  # the capacity the datasheet prints, "80 GB" (a label, not 80e9 bytes)
     source: str  # that datasheet
     usable_bytes: int  # the total memory the device reports
     usable_source: str  # where that number was read
     short: str  # a label that fits under a bar on a phone
-
-    @property
-    def datasheet_bytes(self) -> int:
-        return self.datasheet_gb * 10**9
 
     @property
     def bytes(self) -> int:

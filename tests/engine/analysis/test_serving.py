@@ -88,7 +88,9 @@ def test_bad_arguments(call):
 
 def test_gpu_capacities_are_the_datasheets():
     assert {g.datasheet_gb for g in GPUS.values()} == {80, 141}
-    assert all(g.datasheet_bytes == g.datasheet_gb * 10**9 and "datasheet" in g.source for g in GPUS.values())
+    assert all("datasheet" in g.source and f"{g.datasheet_gb}GB" in g.source for g in GPUS.values())
+    # the printed figure is a label: what each device reports is more than that many 10**9 bytes
+    assert all(g.usable_bytes > g.datasheet_gb * 10**9 for g in GPUS.values())
 
 
 @pytest.mark.parametrize("key, usable", [("h100_80", 81_559 * 2**20), ("h200_141", 150_109_880_320)])
