@@ -621,12 +621,15 @@ GOAL_NAMES = {  # tools/bench/gpu_check.py's GOALS (issue 17), as a reader reads
 
 
 def _before(shape: str = "llama3-8b", dtype: str = "float16") -> dict[int, float]:
-    """context -> seconds per cached step of the per-op engine on a GPU (the committed CuPy files)."""
+    """context -> seconds per cached step of the per-op engine on a GPU: the committed CuPy runs
+    whose step is the engine's (``step`` absent, as in files older than the fused path, or
+    "engine"), not a fused-step sweep committed later."""
     out = {}
     for doc in _RESULTS.values():
         if doc["provenance"]["backend"] == "cupy":
             for run in doc["runs"]:
-                if run["shape"] == shape and run["dtype"] == dtype:
+                per_op = (run.get("step") or {"path": "engine"})["path"] == "engine"
+                if per_op and run["shape"] == shape and run["dtype"] == dtype:
                     out.update({p["context"]: p["decode_cached"]["median_s"] for p in run["points"]})
     return out
 
