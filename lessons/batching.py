@@ -232,22 +232,24 @@ def _note_costs(requests: list[Request], lang: str) -> str:
              lang)
 
 
-def _pair(a: str, b: str, lang: str, en: str = "{a} against {b}", zh: str = "分別是 {a} 和 {b}") -> str:
+def _pair(a: str, b: str, lang: str, en: str = "{a} against {b}", zh: str = "分別是 {a} 和 {b}",
+          same_en: str = "{a} for both", same_zh: str = "兩者都是 {a}") -> str:
     """Two values as a comparison, or one when they read the same: 「兩者都是 4.64 ms」, not 「從 4.64 ms 變成 4.64 ms」."""
     if a == b:
-        return t({"en": "{a} for both", "zh-TW": "兩者都是 {a}"}, lang).format(a=a)
+        return t({"en": same_en, "zh-TW": same_zh}, lang).format(a=a)
     return t({"en": en, "zh-TW": zh}, lang).format(a=a, b=b)
 
 
 def _note_policy(totals: dict, chosen: tuple, values: dict, lang: str) -> str:
     st, co = totals[("static", chosen[1])], totals[("continuous", chosen[1])]
     ttft = _pair(fmt_seconds(st["ttft"]), fmt_seconds(co["ttft"]), lang)
+    requests = "request" if values["max_batch"] == 1 else "requests"
     if (st["steps"], fmt_seconds(st["total"])) == (co["steps"], fmt_seconds(co["total"])):
-        return t({"en": (f"With at most {values['max_batch']} request{'s' if values['max_batch'] > 1 else ''} at once, static and continuous batching both served "
+        return t({"en": (f"With at most {values['max_batch']} {requests} at once, static and continuous batching both served "
                          f"them all in {st['steps']} steps ({fmt_seconds(st['total'])}); mean TTFT {ttft}."),
                   "zh-TW": (f"同時最多執行 {values['max_batch']} 個請求時，靜態和持續批次處理都花了 {st['steps']} 步"
                             f"（{fmt_seconds(st['total'])}）服務完全部請求；平均首詞元延遲{ttft}。")}, lang)
-    return t({"en": (f"With at most {values['max_batch']} request{'s' if values['max_batch'] > 1 else ''} at once, static batching served them all in "
+    return t({"en": (f"With at most {values['max_batch']} {requests} at once, static batching served them all in "
                      f"{st['steps']} steps ({fmt_seconds(st['total'])}), continuous batching in {co['steps']} "
                      f"({fmt_seconds(co['total'])}); mean TTFT {ttft}."),
               "zh-TW": (f"同時最多執行 {values['max_batch']} 個請求時，靜態批次處理花了 {st['steps']} 步"
@@ -262,12 +264,10 @@ def _note_chunks(totals: dict, chosen: tuple, values: dict, lang: str) -> str:
         return ""
     C = fmt_int(values["chunk"])
     busiest = _pair(fmt_int(whole["max_tokens"]), fmt_int(chunks["max_tokens"]), lang,
-                    "{b} tokens instead of {a}", "{b} 個詞元，不分段時是 {a} 個")
-    gap = _pair(fmt_seconds(whole["gap"]), fmt_seconds(chunks["gap"]), lang, "went from {a} to {b}", "從 {a} 變成 {b}")
-    busiest = busiest if whole["max_tokens"] != chunks["max_tokens"] else t(
-        {"en": "{a} tokens, as without chunks", "zh-TW": "{a} 個詞元，和不分段時一樣"}, lang).format(a=fmt_int(whole["max_tokens"]))
-    gap = gap if fmt_seconds(whole["gap"]) != fmt_seconds(chunks["gap"]) else t(
-        {"en": "stayed {a}", "zh-TW": "兩者都是 {a}"}, lang).format(a=fmt_seconds(whole["gap"]))
+                    "{b} tokens instead of {a}", "{b} 個詞元，不分段時是 {a} 個",
+                    "{a} tokens, as without chunks", "{a} 個詞元，和不分段時一樣")
+    gap = _pair(fmt_seconds(whole["gap"]), fmt_seconds(chunks["gap"]), lang, "went from {a} to {b}", "從 {a} 變成 {b}",
+                "stayed {a}")
     return t({"en": (f"Chunked prefill ({C} tokens per step): the busiest step processed {busiest}, and the longest "
                      f"wait between two tokens of a running request {gap} ({t(POLICIES[(chosen[0], False)], 'en')} batching)."),
               "zh-TW": (f"分段預填（每步最多 {C} 個詞元）：最忙的一步處理 {busiest}；執行中的請求兩個詞元之間最久的等待，"

@@ -141,16 +141,16 @@ def _check_pool(values: dict, requests: list[Request]) -> int:
     n_blocks, need = values["pool"] // B, min_blocks(requests, B)
     longest = max(requests, key=lambda r: len(r.prompt) + r.answer)
     P, A = len(longest.prompt), longest.answer
-    own = need - 1
-    assert own == blocks_for(P + A, B), "min_blocks is the longest request's blocks plus one"
+    own = blocks_for(P + A, B)
+    extra = need - own  # what min_blocks keeps beyond the longest request's own blocks
     if n_blocks < need:
         raise LessonInputError(
             f"The cache memory is too small: the longest request, {P} prompt tokens and {A} answer tokens, needs "
-            f"{own} blocks of {B} tokens, plus the 1 block the server always keeps for a cached prefix, {need} in all; "
-            f"{values['pool']} token slots make {n_blocks}. Give it at least {need * B} token slots, or choose "
+            f"{own} blocks of {B} tokens, plus the {extra} block the server always keeps for a cached prefix, {need} in "
+            f"all; {values['pool']} token slots make {n_blocks}. Give it at least {need * B} token slots, or choose "
             f"smaller blocks.",
             f"快取記憶體太小了：最長的請求有 {P} 個提示詞詞元、{A} 個回答詞元，需要 {own} 個區塊（每個區塊 {B} 個詞元），"
-            f"再加上伺服器一律替已快取的字首多留的 1 個區塊，共 {need} 個，而 {values['pool']} 格只切得出 {n_blocks} 個區塊。"
+            f"再加上伺服器一律替已快取的字首多留的 {extra} 個區塊，共 {need} 個，而 {values['pool']} 格只切得出 {n_blocks} 個區塊。"
             f"請給它至少 {need * B} 格，或選小一點的區塊。")
     return n_blocks
 

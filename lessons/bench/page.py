@@ -457,6 +457,7 @@ def provenance_table(stem: str, doc: dict, lang: str) -> dict:
     """Where one file's numbers come from, as a two-column table."""
     p = doc["provenance"]
     bw, fl, git, threads = p["peak_bandwidth"], p["peak_flops"], p["git"], p["threads"]
+    about = command_notes(p["command"], lang)
     commit = (git["commit"] or "?")[:12] + (t({"en": " (uncommitted changes)", "zh-TW": "（含未提交的修改）"}, lang)
                                              if git["dirty"] else "")
     thread_text = (t({"en": f"{threads['count']} (pinned via {threads['method']})",
@@ -478,8 +479,7 @@ def provenance_table(stem: str, doc: dict, lang: str) -> dict:
         ["git commit", commit],
         [t({"en": "date (UTC)", "zh-TW": "日期（UTC）"}, lang), p["date"]],
         [t({"en": "command", "zh-TW": "指令"}, lang), p["command"]],
-        *([[t({"en": "about the command", "zh-TW": "關於這個指令"}, lang), command_notes(p["command"], lang)]]
-          if command_notes(p["command"], lang) else []),
+        *([[t({"en": "about the command", "zh-TW": "關於這個指令"}, lang), about]] if about else []),
         [t({"en": "file", "zh-TW": "檔案"}, lang), f"engine/bench_results/results/{stem}.json"],
     ]
     return table(t({"en": f"Provenance: {_device_label(doc)}", "zh-TW": f"來源資訊：{_device_label(doc)}"}, lang),

@@ -9,7 +9,7 @@ from lessons.base import LessonInputError
 from lessons.devices import DEVICES
 from lessons.figures import fmt_percent, fmt_seconds
 
-from lesson_checks import check_both_languages, check_describe, check_output, column, number, numbers, records
+from lesson_checks import check_both_languages, check_describe, check_output, number, records
 
 
 def test_defaults_both_languages(course):

@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.bench_results import store
 from tools.bench import provenance
 from tools.bench import writer
 from tools.bench.backend import BenchError, get_backend, peak_bandwidth
