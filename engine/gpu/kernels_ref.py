@@ -18,23 +18,33 @@ one element. ``embed`` increments ``length`` (the step claims its slot) and the 
 kernels read it there; so every launch of a step has the same arguments at every step, and
 a GPU can capture the step once as a CUDA graph and replay it.
 
-    embed(table [V, D], token [1], length [1], out [1, D])     gather one row; length += 1
-    rmsnorm(x [1, D], w [D], eps, out [1, D])                   out = x / rms(x) * w
-    add_rmsnorm(x [1, D], delta [1, D], w [D], eps, out [1, D]) x += delta, then rmsnorm(x) into out
-    rope_store(qkv [1, (H+2KV)*hd], cos, sin [max_seq_len, hd], rotate q and k of position length-1,
-               length, k_cache, v_cache [KV, M, hd], out [H, hd])  write k, v into that cache slot
-    attention_partial(q [H, hd], k_cache, v_cache, length,      flash-decoding, part 1: per KV head and
-                      window, acc [H, C, hd], mx [H, C], sm)    split of P positions, its G query heads'
-                                                                  max score, sum of exp and weighted V
-    attention_merge(acc, mx, sm, length, window, out [1, H*hd]) part 2: log-sum-exp merge of the splits
-    swiglu(gu [1, 2F], out [1, F])                              silu(gate) * up
-    prepare_weight(w [K, N]) -> the weight as matmul reads it   (here w itself; CUDA: [N, K])
-    matmul(a [1, K], b (prepared), out [1, N])                  the projections and the LM head
-    argmax(logits [1, V], out [1])                              greedy choice, stays on the device
+A projection is fused with its neighbours: RMSNorm before it (the norm's weight folded into
+the projection's rows once, by ``prepare_weight(w, norm)``, so the kernel only needs
+1 / rms(x)), and after it the residual add, SwiGLU, RoPE with the cache write, or the greedy
+argmax. A layer is five launches:
+
+    embed(table [V, D], token [1], length [1], out [1, D])      gather one row; length += 1
+    prepare_weight(w [K, N], norm [K] | None) -> prepared w      (here w, or diag(norm) @ w;
+                                                                  CUDA: transposed to [N, K])
+    norm_matmul_rope_store(x [1, D], wqkv, eps, cos, sin          qkv = rmsnorm(x) @ wqkv; rotate q
+                 [max_seq_len, hd], length, k_cache, v_cache       and k of position length-1, write k,
+                 [KV, M, hd], out [H, hd])                         v into that slot, q into out
+    attention(q [H, hd], k_cache, v_cache, length, window,        flash-decoding: per KV head and split
+              acc [H, C, hd], mx [H, C], sm [H, C],                of P positions, the G query heads'
+              tickets [KV], out [1, H*hd])                         statistics, then their merge
+    matmul_add(a [1, K], w, x [1, N])                             x += a @ w   (wo, w_down)
+    norm_matmul_swiglu(x [1, D], w_gate_up, eps, out [1, F])      silu(gate) * up of rmsnorm(x) @ w
+    norm_matmul(x [1, D], lm_head, eps, out [1, V])               the logits
+    norm_matmul_argmax(x, lm_head, eps, out [1, V], token [1],    the logits, and token = argmax
+                       best [1] uint64, tickets [1])               (greedy: stays on the device)
+    matmul(a [1, K], w, out [1, N])                               a lone projection (benchmarks)
+    argmax(logits [1, V], out [1])                                greedy choice, stays on the device
 
 ``window`` is the sliding window in positions, 0 for none (positions max(0, length - window)
 .. length-1 are read). Split c always covers positions c*P .. c*P+P-1, so only the splits
-that hold positions are computed, and the merge reads only those.
+that hold positions are computed, and the merge reads only those. ``tickets`` and ``best``
+are the CUDA kernels' scratch (the last block of a grid finishes the work; they leave them
+zeroed); the references do not need them.
 """
 from __future__ import annotations
 
@@ -42,33 +52,13 @@ import numpy as np
 
 F32 = np.float32
 
-KERNELS = ("embed", "rmsnorm", "add_rmsnorm", "rope_store", "attention_partial", "attention_merge",
-           "swiglu", "matmul", "argmax")
+KERNELS = ("embed", "norm_matmul_rope_store", "attention", "matmul_add", "norm_matmul_swiglu", "norm_matmul",
+           "norm_matmul_argmax", "matmul", "argmax")
 
 
 def n_chunks(n_positions: int, split: int) -> int:
     """C: splits of ``split`` positions that cover ``n_positions`` (the last may be short)."""
     return -(-n_positions // split)
-
-
-# --------------------------------------------------------------------------- norms
-
-
-def _rms(x32, w, eps: float):
-    """x32 [1, D] float32 -> x32 / rms(x32) * w in float32 (the kernel's registers)."""
-    ms = (x32 * x32).mean(axis=-1, keepdims=True)  # [1, 1]
-    return x32 / np.sqrt(ms + F32(eps)) * w.astype(F32)
-
-
-def rmsnorm(x, w, eps: float, out) -> None:
-    """out [1, D] = x / rms(x) * w, in float32 inside, one rounding to out's dtype."""
-    out[...] = _rms(x.astype(F32), w, eps)
-
-
-def add_rmsnorm(x, delta, w, eps: float, out) -> None:
-    """x += delta (the residual add, in x's dtype as the engine does), then out = rmsnorm(x)."""
-    x[...] = x + delta
-    out[...] = _rms(x.astype(F32), w, eps)
 
 
 # --------------------------------------------------------------------------- rope + cache write
@@ -174,19 +164,75 @@ def embed(table, token, length, out) -> None:
     length[0] += 1
 
 
-def prepare_weight(w):
-    """The weight as ``matmul`` reads it: here the engine's [K, N] itself (no copy)."""
-    return w
-
-
-def matmul(a, b, out) -> None:
-    """out = a @ b into the caller's buffer (BLAS here; the CUDA set's gemv reads b as [N, K])."""
-    np.matmul(a, b, out=out)
-
-
 def argmax(logits, out) -> None:
     """out [1] = index of the largest logit (the greedy choice), written on the device."""
     out[...] = np.argmax(logits, axis=-1)
+
+
+# --------------------------------------------------------------------------- the projections
+
+
+def prepare_weight(w, norm=None):
+    """The weight as the projections read it: w itself, or with the RMSNorm weight that comes
+    before it folded into its rows (diag(norm) @ w, in float32, rounded once to w's dtype)."""
+    if norm is None:
+        return w
+    return (w.astype(F32) * norm.astype(F32)[:, None]).astype(w.dtype)
+
+
+def _f32(a):
+    return a.astype(F32, copy=False)
+
+
+def _normed(x, eps: float):
+    """x [1, D] / rms(x) in float32 (the norm's weight is in the prepared projection)."""
+    x32 = _f32(x)
+    return x32 / np.sqrt((x32 * x32).mean(axis=-1, keepdims=True) + F32(eps))
+
+
+def _stored(a, dtype):
+    """a as a buffer of ``dtype`` holds it: the rounding a kernel's intermediate would get."""
+    return a.astype(dtype).astype(F32)
+
+
+def matmul(a, b, out) -> None:
+    """out = a @ b into the caller's buffer (float32 inside; the CUDA set's gemv reads b as [N, K])."""
+    out[...] = _f32(a) @ _f32(b)
+
+
+def norm_matmul(x, w, eps: float, out) -> None:
+    """out = rmsnorm(x) @ w, the norm's weight folded into w (prepare_weight)."""
+    out[...] = _normed(x, eps) @ _f32(w)
+
+
+def norm_matmul_argmax(x, w, eps: float, out, token, best=None, tickets=None) -> None:
+    """The logits (norm_matmul) and token [1] = their argmax, as stored."""
+    norm_matmul(x, w, eps, out)
+    argmax(out, token)
+
+
+def matmul_add(a, w, x) -> None:
+    """x += a @ w: a block's output projection and the residual add (the product rounded to
+    x's dtype first, as the engine adds a stored block output)."""
+    x[...] = _f32(x) + _stored(_f32(a) @ _f32(w), x.dtype)
+
+
+def norm_matmul_swiglu(x, w, eps: float, out) -> None:
+    """out [1, F] = swiglu(rmsnorm(x) @ w_gate_up), gate|up rounded as the engine stores them."""
+    swiglu(_stored(_normed(x, eps) @ _f32(w), out.dtype), out)
+
+
+def norm_matmul_rope_store(x, w, eps: float, cos, sin, length, k_cache, v_cache, out) -> None:
+    """qkv = rmsnorm(x) @ wqkv (rounded as the engine stores it), then rope_store: q into out,
+    k and v into slot length[0] - 1 of the caches."""
+    qkv = (_normed(x, eps) @ _f32(w)).astype(out.dtype)
+    rope_store(qkv, cos, sin, length, k_cache, v_cache, out)
+
+
+def attention(q, k_cache, v_cache, length, window: int, acc, mx, sm, tickets, out, *, split: int) -> None:
+    """Flash-decoding in one call: attention_partial per split, then attention_merge."""
+    attention_partial(q, k_cache, v_cache, length, window, acc, mx, sm, split=split)
+    attention_merge(acc, mx, sm, length, window, out, split=split)
 
 
 # --------------------------------------------------------------------------- the kernel set
@@ -195,7 +241,7 @@ def argmax(logits, out) -> None:
 class ReferenceKernels:
     """The NumPy kernel set: the maths above behind the kernel-set interface.
 
-    ``split`` is P, the positions per chunk of attention_partial; a CUDA kernel set picks it
+    ``split`` is P, the positions per chunk of the attention; a CUDA kernel set picks it
     so that KV heads x splits fills the GPU at long contexts while a short context stays
     one split (tests use small values so that short contexts cross split boundaries).
     """
@@ -209,16 +255,14 @@ class ReferenceKernels:
         self.split = split
 
     embed = staticmethod(embed)
-    rmsnorm = staticmethod(rmsnorm)
-    add_rmsnorm = staticmethod(add_rmsnorm)
-    rope_store = staticmethod(rope_store)
-    swiglu = staticmethod(swiglu)
     prepare_weight = staticmethod(prepare_weight)
     matmul = staticmethod(matmul)
+    norm_matmul = staticmethod(norm_matmul)
+    norm_matmul_argmax = staticmethod(norm_matmul_argmax)
+    matmul_add = staticmethod(matmul_add)
+    norm_matmul_swiglu = staticmethod(norm_matmul_swiglu)
+    norm_matmul_rope_store = staticmethod(norm_matmul_rope_store)
     argmax = staticmethod(argmax)
 
-    def attention_partial(self, q, k_cache, v_cache, length, window, acc, mx, sm) -> None:
-        attention_partial(q, k_cache, v_cache, length, window, acc, mx, sm, split=self.split)
-
-    def attention_merge(self, acc, mx, sm, length, window, out) -> None:
-        attention_merge(acc, mx, sm, length, window, out, split=self.split)
+    def attention(self, q, k_cache, v_cache, length, window, acc, mx, sm, tickets, out) -> None:
+        attention(q, k_cache, v_cache, length, window, acc, mx, sm, tickets, out, split=self.split)

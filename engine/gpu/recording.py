@@ -16,6 +16,14 @@ phase ("setup", "step 0", ...). ``RecordingKernels`` wraps a kernel set: each ke
 is logged as one launch and runs on the plain NumPy arrays inside, where temporaries are
 the kernel's registers and not the step's business.
 
+``xp.cuda`` stands in for ``cupy.cuda``'s streams, events and graph capture: every event is
+logged with the stream that was current (``with stream:``), so a test can prove that a
+decoder's writes, launches, capture, replay and a benchmark clock's events all go to one
+named stream; ``stream.begin_capture()`` / ``end_capture()`` collect the launches made on
+that stream into a ``RecordingGraph`` instead of running them (as CUDA does), and
+``graph.launch(stream)`` runs its nodes. A host read or a launch on another stream during a
+capture is an error, as it is for CUDA.
+
     rec = RecordingBackend()
     model = Transformer(config, weights, xp=rec.xp); cache = model.new_cache()
     decoder = FusedDecoder(model, cache, RecordingKernels(ReferenceKernels(), rec))
@@ -41,7 +49,8 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 # kinds of events: a kernel launch; an array operation outside a kernel (on a GPU, a launch
 # of its own); a new array; a read of a device value by the host (transfer or truth value)
-KINDS = ("launch", "op", "alloc", "host")
+# one; a stream event (an event recorded or waited for, a synchronisation, a graph launched)
+KINDS = ("launch", "op", "alloc", "host", "stream")
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,7 @@ class Event:
     kind: str
     name: str
     args: tuple = ()  # a launch's arguments as ``signature`` describes them
+    stream: str = "legacy default"  # the stream current when it happened
 
 
 def signature(value):
@@ -87,10 +97,13 @@ def launch_changes(log: list[Event], phases: list[str]) -> list[str]:
 class RecordingBackend:
     """The log, the current phase and the array module ``xp`` that feeds it."""
 
-    def __init__(self):
+    def __init__(self, keep_log: bool = True):
         self.log: list[Event] = []
+        self.keep_log = keep_log  # False: a long run (a benchmark's dry run) keeps no log
         self.current = "setup"
         self.in_kernel = False
+        self.stream = LEGACY  # the current stream
+        self.graph: RecordingGraph | None = None  # the graph being captured, if any
         self.xp = RecordingXP(self)
 
     @contextmanager
@@ -103,13 +116,36 @@ class RecordingBackend:
             self.current = before
 
     def record(self, kind: str, name: str, args: tuple = ()) -> None:
-        if not self.in_kernel:
-            self.log.append(Event(self.current, kind, name, args))
+        if self.in_kernel:
+            return
+        if self.graph is not None and kind == "host":
+            raise RuntimeError(f"{name} during a CUDA graph capture: the host cannot wait for work that has "
+                               "not run (cudaErrorStreamCaptureUnsupported)")
+        if self.keep_log:
+            self.log.append(Event(self.current, kind, name, args, self.stream.name))
+
+    def capturing(self) -> bool:
+        """Whether work enqueued now goes into a graph (a capture on the current stream);
+        RuntimeError for work on another stream while one is being captured."""
+        if self.graph is None:
+            return False
+        if self.stream is not self.graph.stream:
+            raise RuntimeError(f"work on {self.stream.name} while {self.graph.stream.name} is being captured "
+                               "(cudaErrorStreamCaptureImplicit)")
+        return True
 
     def on_launch(self, name: str, grid, block, args) -> None:
         """A CUDA kernel set's launch hook (CudaKernels(on_launch=...)): the entry point, grid,
         block and every argument, recorded as one launch."""
         self.record("launch", name, (tuple(grid), tuple(block)) + signature(tuple(args)))
+
+    def events_on(self, phase: str, kinds=("launch", "op", "stream")) -> dict[str, int]:
+        """stream name -> how many events of ``kinds`` phase ``phase`` put on it."""
+        out: dict[str, int] = {}
+        for e in self.log:
+            if e.phase == phase and e.kind in kinds:
+                out[e.stream] = out.get(e.stream, 0) + 1
+        return out
 
     def events(self, phase: str, kind: str | None = None) -> list[Event]:
         return [e for e in self.log if e.phase == phase and (kind is None or e.kind == kind)]
@@ -155,6 +191,121 @@ def _arrays(value):
             yield from _arrays(v)
 
 
+class RecordingStream:
+    """A stand-in for cupy.cuda.Stream: ``with stream:`` makes it current; it can capture a graph."""
+
+    _count = 0
+
+    def __init__(self, backend: "RecordingBackend | None", name: str | None = None, non_blocking: bool = False):
+        if name is None:
+            RecordingStream._count += 1
+            name = f"stream {RecordingStream._count}"
+        self._backend, self.name, self.non_blocking = backend, name, non_blocking
+        self._before = []
+
+    def __enter__(self):
+        self._before.append(self._backend.stream)
+        self._backend.stream = self
+        return self
+
+    def __exit__(self, *exc):
+        self._backend.stream = self._before.pop()
+        return False
+
+    def _on_me(self, name: str) -> None:
+        before, self._backend.stream = self._backend.stream, self
+        try:
+            self._backend.record("stream", name)
+        finally:
+            self._backend.stream = before
+
+    def synchronize(self) -> None:
+        if self._backend.graph is not None:
+            raise RuntimeError("synchronize during a CUDA graph capture (cudaErrorStreamCaptureUnsupported)")
+        self._on_me("synchronize")
+
+    def wait_event(self, event: "RecordingEvent") -> None:
+        self._on_me(f"wait for an event recorded on {event.stream}")
+
+    def begin_capture(self, mode=None) -> None:
+        if self._backend.graph is not None:
+            raise RuntimeError("a capture is already in progress")
+        self._on_me("begin capture")
+        self._backend.graph = RecordingGraph(self)
+
+    def end_capture(self) -> "RecordingGraph":
+        graph, self._backend.graph = self._backend.graph, None
+        if graph is None or graph.stream is not self:
+            raise RuntimeError(f"end_capture on {self.name}, which is not capturing")
+        self._on_me(f"end capture: {len(graph.nodes)} nodes")
+        return graph
+
+
+class RecordingGraph:
+    """The launches captured on one stream; ``launch(stream)`` runs them in order there."""
+
+    def __init__(self, stream: RecordingStream):
+        self.stream, self.nodes = stream, []  # nodes: (name, its arguments' signature, run)
+
+    def launch(self, stream: RecordingStream | None = None) -> None:
+        backend = self.stream._backend
+        on = stream or backend.stream
+        before, backend.stream = backend.stream, on
+        try:
+            backend.record("stream", f"graph launch: {len(self.nodes)} nodes")
+            backend.in_kernel = True
+            try:
+                for _name, _sig, run in self.nodes:
+                    run()
+            finally:
+                backend.in_kernel = False
+        finally:
+            backend.stream = before
+
+
+class RecordingEvent:
+    """A stand-in for cupy.cuda.Event: recorded on a stream; the host clock at that moment
+    stands for the GPU's (here every launch has run by the time the next line runs)."""
+
+    def __init__(self, backend: "RecordingBackend", block: bool = False, disable_timing: bool = False,
+                 interprocess: bool = False):
+        self._backend, self.stream, self.time = backend, None, None
+
+    def record(self, stream: RecordingStream | None = None) -> None:
+        import time
+
+        s = stream or self._backend.stream
+        self.stream, self.time = s.name, time.perf_counter()
+        s._on_me("record an event")
+
+    def synchronize(self) -> None:
+        self._backend.record("host", "wait for an event")
+
+
+class RecordingCuda:
+    """``xp.cuda`` of the recording backend: Stream, Event, the current stream, elapsed time."""
+
+    def __init__(self, backend: "RecordingBackend"):
+        self._backend = backend
+
+    def Stream(self, null: bool = False, non_blocking: bool = False, ptds: bool = False) -> RecordingStream:  # noqa: N802
+        return RecordingStream(self._backend, non_blocking=non_blocking)
+
+    def Event(self, block: bool = False, disable_timing: bool = False, interprocess: bool = False):  # noqa: N802
+        return RecordingEvent(self._backend, block, disable_timing, interprocess)
+
+    def get_current_stream(self) -> RecordingStream:
+        return self._backend.stream
+
+    @staticmethod
+    def get_elapsed_time(start: RecordingEvent, end: RecordingEvent) -> float:
+        """Milliseconds between two recorded events (cupy.cuda.get_elapsed_time's unit)."""
+        return (end.time - start.time) * 1e3
+
+
+LEGACY = RecordingStream(None, "legacy default")
+
+
 class RecordingXP:
     """The array module: NumPy's functions, logged, returning DeviceArrays."""
 
@@ -162,6 +313,7 @@ class RecordingXP:
 
     def __init__(self, backend: RecordingBackend):
         self._backend = backend
+        self.cuda = RecordingCuda(backend)
 
     def __getattr__(self, name: str):
         obj = getattr(np, name)
@@ -212,7 +364,15 @@ class DeviceArray(NDArrayOperatorsMixin):
 
     def __setitem__(self, key, value):
         self._b.record("op", "setitem")
-        self._a[unwrap(key)] = unwrap(value)
+        raw_key, raw_value = unwrap(key), unwrap(value)
+        if self._b.capturing():  # a fill or copy node of the graph: it happens at each replay
+
+            def run(a=self._a, k=raw_key, v=raw_value):
+                a[k] = v
+
+            self._b.graph.nodes.append(("setitem", (), run))
+            return
+        self._a[raw_key] = raw_value
 
     def _view_or_copy(self, name: str, out: np.ndarray):
         if _new_memory(out, self._a):
@@ -305,7 +465,8 @@ class DeviceArray(NDArrayOperatorsMixin):
 
 class RecordingKernels:
     """A kernel set whose every call is logged as one launch, with its arguments' signatures;
-    the kernel runs on plain NumPy. ``prepare_weight`` (done once, when a decoder is built)
+    the kernel runs on plain NumPy (or, during a capture on the current stream, becomes a node
+    of the graph, run at each replay). ``prepare_weight`` (done once, when a decoder is built)
     is passed through and its result handed back as a DeviceArray."""
 
     def __init__(self, inner, backend: RecordingBackend):
@@ -314,9 +475,9 @@ class RecordingKernels:
         self.split = inner.split
         self.name = f"recording({inner.name})"
 
-    def prepare_weight(self, w):
+    def prepare_weight(self, w, norm=None):
         raw = unwrap(w)
-        out = self.inner.prepare_weight(raw)
+        out = self.inner.prepare_weight(raw, unwrap(norm))
         if _new_memory(out, raw):
             self.backend.record("alloc", "prepare_weight")
         return self.backend.wrap(out)
@@ -326,12 +487,21 @@ class RecordingKernels:
         backend = self.backend
 
         def launch(*args, **kwargs):
-            backend.record("launch", name, signature(args) + signature(tuple(sorted(kwargs.items()))))
-            backend.in_kernel = True
-            try:
-                kernel(*unwrap(args), **unwrap(kwargs))
-            finally:
-                backend.in_kernel = False
+            sig = signature(args) + signature(tuple(sorted(kwargs.items())))
+            backend.record("launch", name, sig)
+            raw_args, raw_kwargs = unwrap(args), unwrap(kwargs)
+
+            def run():
+                before, backend.in_kernel = backend.in_kernel, True
+                try:
+                    kernel(*raw_args, **raw_kwargs)
+                finally:
+                    backend.in_kernel = before
+
+            if backend.capturing():
+                backend.graph.nodes.append((name, sig, run))
+            else:
+                run()
 
         return launch
 

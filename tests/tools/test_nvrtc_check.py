@@ -78,8 +78,7 @@ def test_a_compile_error_fails_the_check_with_nvrtc_s_message(nvrtc, tmp_path, c
 
 
 def test_the_engine_kernels_are_where_the_check_looks():
-    assert {p.stem for p in ENGINE_KERNELS} >= {'add_rmsnorm', 'rope_store', 'attention_partial', 'attention_merge',
-                                                'swiglu', 'gemv', 'argmax'}
+    assert {p.stem for p in ENGINE_KERNELS} >= {'embed', 'gemv', 'attention', 'argmax'}
 
 
 @pytest.mark.parametrize('path', ENGINE_KERNELS, ids=[p.name for p in ENGINE_KERNELS])

@@ -1,31 +1,58 @@
 #include "common.cuh"
 // argmax: token[0] = the index of the largest logit (the first one on ties, as np.argmax),
-// written on the device so that greedy decoding never waits for the host.
+// written on the device so that greedy decoding never waits for the host. The eager path's
+// argmax: a captured greedy step has it in the LM head's epilogue (gemv_argmax_*).
+// One block of 1024 threads reads the logits in 16-byte pieces, ARGMAX_DEPTH = 4 in flight
+// per lane (128,256 float16 logits: 16,032 pieces, four rounds); the V % 8 values past the
+// last whole piece are read one by one. Each thread keeps its best as a 64-bit key
+// (common.cuh: argmax_key, larger value first, then the smaller index), the block reduces it.
 // grid: 1, block: 1024.
+#define ARGMAX_DEPTH 4
 template <class T>
 __device__ void argmax(const T* __restrict__ logits, int* __restrict__ token, int V) {
-    __shared__ float best_v[32];
-    __shared__ int best_i[32];
-    float bv = -__int_as_float(0x7f800000);
-    int bi = 0x7fffffff;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) {
-        const float v = ld(logits + i);
-        if (v > bv) { bv = v; bi = i; }  // i grows: the first of equal values stays
+    constexpr int E = Vec16<T>::N;
+    __shared__ unsigned long long best_w[32];
+    const int tid = threadIdx.x, T_ = blockDim.x, n_vec = V / E;
+    const uint4* lv = reinterpret_cast<const uint4*>(logits);
+    unsigned long long best = 0ull;
+    for (int base = 0; base < n_vec; base += T_ * ARGMAX_DEPTH) {  // the same trip count in every lane
+        const int v0 = base + tid;
+        uint4 raw[ARGMAX_DEPTH];
+#pragma unroll
+        for (int u = 0; u < ARGMAX_DEPTH; ++u) raw[u] = raw16(lv + min(v0 + u * T_, n_vec - 1));
+        __syncwarp();  // all four loads issued before the first compare (common.cuh, attention.cu)
+#pragma unroll
+        for (int u = 0; u < ARGMAX_DEPTH; ++u) {
+            const int v = v0 + u * T_;
+            float f[E];
+            widen16<T>(raw[u], f);
+#pragma unroll
+            for (int e = 0; e < E; ++e) {
+                const unsigned long long k = argmax_key(f[e], v * E + e);
+                best = (v < n_vec && k > best) ? k : best;
+            }
+        }
+    }
+    for (int i = n_vec * E + tid; i < V; i += T_) {
+        const unsigned long long k = argmax_key(ld(logits + i), i);
+        best = k > best ? k : best;
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+        const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
+        best = other > best ? other : best;
     }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) { best_v[warp] = bv; best_i[warp] = bi; }
+    const int lane = tid & 31, warp = tid >> 5;
+    if (lane == 0) best_w[warp] = best;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int w = 1; w < (int)(blockDim.x >> 5); ++w)
-            if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) { bv = best_v[w]; bi = best_i[w]; }
-        token[0] = bi == 0x7fffffff ? 0 : bi;
+    if (tid == 0) {
+        for (int w = 1; w < (T_ >> 5); ++w) best = best_w[w] > best ? best_w[w] : best;
+        token[0] = V > 0 ? argmax_index(best) : 0;
     }
 }
-extern "C" __global__ void argmax_f16(const __half* logits, int* token, int V) { argmax(logits, token, V); }
-extern "C" __global__ void argmax_f32(const float* logits, int* token, int V) { argmax(logits, token, V); }
+extern "C" __global__ void __launch_bounds__(1024) argmax_f16(const __half* logits, int* token, int V) {
+    argmax(logits, token, V);
+}
+extern "C" __global__ void __launch_bounds__(1024) argmax_f32(const float* logits, int* token, int V) {
+    argmax(logits, token, V);
+}

@@ -30,15 +30,37 @@ __device__ __forceinline__ float ld(const __half* p) { return __half2float(*p); 
 __device__ __forceinline__ void st(float* p, float v) { *p = v; }
 __device__ __forceinline__ void st(__half* p, float v) { *p = __float2half_rn(v); }
 
-// 16 bytes (one 128-bit load): 8 float16 or 4 float32 values, widened to float32.
+// The value a float becomes once stored as T and read back (what the next kernel sees).
+__device__ __forceinline__ float rounded(float v, const float*) { return v; }
+__device__ __forceinline__ float rounded(float v, const __half*) { return __half2float(__float2half_rn(v)); }
+template <class T> __device__ __forceinline__ float rnd(float v) { return rounded(v, (const T*)0); }
+
+// 16 bytes (one 128-bit load): 8 float16 or 4 float32 values. A kernel issues its raw loads
+// first (uint4 registers, nothing depends on them yet) and widens them to float32 after, so
+// that the loads are in flight together: what keeps HBM busy at batch 1.
 template <class T> struct Vec16 { static constexpr int N = 16 / sizeof(T); };
+__device__ __forceinline__ uint4 raw16(const void* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+// Data read once per step (weights, the KV cache): the streaming hint (evict first), so it
+// does not push the small vectors every block rereads (x, q) out of L1.
+__device__ __forceinline__ uint4 stream16(const void* p) { return __ldcs(reinterpret_cast<const uint4*>(p)); }
 template <class T>
-__device__ __forceinline__ void load16(const T* p, float* f) {
-    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+__device__ __forceinline__ void widen16(const uint4& u, float* f) {
     const T* e = reinterpret_cast<const T*>(&u);
 #pragma unroll
     for (int i = 0; i < Vec16<T>::N; ++i) f[i] = ld(e + i);
 }
+template <class T>
+__device__ __forceinline__ void load16(const T* p, float* f) { widen16<T>(raw16(p), f); }
+
+// argmax by one 64-bit atomicMax: the float's bits made to order as unsigned integers (sign
+// flipped for positives, all bits for negatives), the index below them inverted, so that the
+// larger value wins and, between equal values, the smaller index (np.argmax's first one).
+__device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
+    const unsigned b = __float_as_uint(v);
+    const unsigned ordered = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    return ((unsigned long long)ordered << 32) | (unsigned long long)(0xffffffffu - (unsigned)i);
+}
+__device__ __forceinline__ int argmax_index(unsigned long long key) { return (int)(0xffffffffu - (unsigned)key); }
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

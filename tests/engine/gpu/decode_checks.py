@@ -5,7 +5,7 @@ Imported as ``decode_checks`` (a unique name: pytest puts this folder on sys.pat
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,6 +47,17 @@ class Comparison:
     worst: float  # largest |fused - engine| / max |engine| over all steps
     engine_tokens: list[int]
     fused_tokens: list[int]
+    near_ties: list[dict] = field(default_factory=list)  # steps where the two may rightly differ
+
+    def same_tokens(self) -> bool:
+        """The fused path chose the engine's token at every step, or differed first where the
+        engine's two best logits are closer than the tolerance allows to tell apart (-ftz, FMA
+        contraction and the GPU's expf can flip such a near tie; after it each path follows
+        its own text, so only the steps before the first difference are compared)."""
+        for i, (a, b) in enumerate(zip(self.engine_tokens, self.fused_tokens)):
+            if a != b:
+                return any(t["step"] == i for t in self.near_ties)
+        return True
 
 
 def greedy_compare(reference: Transformer, fused_model: Transformer, kernels, prompt: list[int],
@@ -54,7 +65,10 @@ def greedy_compare(reference: Transformer, fused_model: Transformer, kernels, pr
     """Greedy-decode ``steps`` tokens after ``prompt`` in both; each path follows its own choices.
 
     With ``random_context`` > 0 both caches start with the same random K/V in that many
-    slots and ``prompt`` continues from there (long contexts without a long prefill).
+    slots and ``prompt`` continues from there (long contexts without a long prefill). The
+    logits are compared up to the first step where the tokens differ (after it the two
+    contexts differ); a step whose top-two logit margin is within the tolerance is recorded
+    in ``near_ties``.
     """
     c_ref, c_fused = reference.new_cache(), fused_model.new_cache()
     if random_context:
@@ -64,12 +78,21 @@ def greedy_compare(reference: Transformer, fused_model: Transformer, kernels, pr
         fused_model.forward(prompt[:-1], cache=c_fused)  # the engine's prefill, then the fused steps
     decoder = FusedDecoder(fused_model, c_fused, kernels)
     decoder.feed(prompt[-1])
-    worst, ref_tokens, fused_tokens = 0.0, [], []
-    for _ in range(steps):
-        fused = to_numpy(decoder.step()).astype(np.float32)
-        worst = max(worst, float(np.abs(fused - logits).max() / np.abs(logits).max()))
-        kernels.argmax(decoder.logits, out=decoder.token)
-        ref_tokens.append(int(np.argmax(logits[-1])))
-        fused_tokens.append(int(to_numpy(decoder.token)[0]))
-        logits = reference.forward([ref_tokens[-1]], cache=c_ref, last_only=True)
-    return Comparison(worst, ref_tokens, fused_tokens)
+    tol = TOLERANCE[fused_model.config.dtype]
+    r = Comparison(0.0, [], [])
+    diverged = False
+    for i in range(steps):
+        decoder.step(greedy=True)  # the argmax into decoder.token, on the device
+        decoder.synchronize()
+        fused = to_numpy(decoder.logits).astype(np.float32)
+        scale = float(np.abs(logits).max())
+        if not diverged:
+            r.worst = max(r.worst, float(np.abs(fused - logits).max() / scale))
+        top2 = np.sort(logits[-1].astype(np.float64))[-2:]
+        if top2[1] - top2[0] <= 2 * tol * scale:
+            r.near_ties.append({"step": i, "margin": float(top2[1] - top2[0]), "scale": scale})
+        r.engine_tokens.append(int(np.argmax(logits[-1])))
+        r.fused_tokens.append(int(to_numpy(decoder.token)[0]))
+        diverged = diverged or r.engine_tokens[-1] != r.fused_tokens[-1]
+        logits = reference.forward([r.engine_tokens[-1]], cache=c_ref, last_only=True)
+    return r

@@ -9,6 +9,7 @@ themselves are exercised on a CPU before GPU time is spent on them.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -59,6 +60,17 @@ def test_split_attention_matches_its_reference(device, dtype, start, stop):
 # --------------------------------------------------------------------------- the whole step
 
 
+def _report_flips(r) -> None:
+    """A token the fused step chose differently at a near tie passes, and is reported (pytest's
+    warnings summary, which gpu_check keeps in its file)."""
+    if r.fused_tokens != r.engine_tokens:
+        first = next(i for i, (a, b) in enumerate(zip(r.engine_tokens, r.fused_tokens)) if a != b)
+        tie = next((t for t in r.near_ties if t["step"] == first), None)
+        margin = f", top-two logit margin {tie['margin']:.3g} of {tie['scale']:.3g}" if tie else ""
+        warnings.warn(f"greedy token flip at step {first}: engine {r.engine_tokens[first]}, fused "
+                      f"{r.fused_tokens[first]}{margin}")
+
+
 @pytest.fixture(scope="module")
 def course():
     return load_course_model()[0]
@@ -71,7 +83,8 @@ def test_course_model_step_on_the_gpu(device, course, dtype, n):
     reference = as_dtype(course, dtype)
     ids = [int(t) for t in np.random.default_rng(n).integers(0, reference.config.vocab_size, n)]
     r = greedy_compare(reference, as_dtype(course, dtype, xp=xp), kernels, ids)
-    assert r.worst <= TOLERANCE[dtype] and r.fused_tokens == r.engine_tokens
+    _report_flips(r)
+    assert r.worst <= TOLERANCE[dtype] and r.same_tokens()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -84,15 +97,20 @@ def test_gqa_step_on_the_gpu_at_long_contexts(device, dtype, context):
     ids = [int(t) for t in np.random.default_rng(context).integers(0, reference.config.vocab_size, prompt_len)]
     r = greedy_compare(reference, as_dtype(reference, dtype, xp=xp), kernels, ids,
                        random_context=context - prompt_len if context > 17 else 0)
-    assert r.worst <= TOLERANCE[dtype] and r.fused_tokens == r.engine_tokens
+    _report_flips(r)
+    assert r.worst <= TOLERANCE[dtype] and r.same_tokens()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_graph_replay_decodes_what_eager_steps_decode(device, dtype):
-    """Capture once, replay 32 times: the same greedy tokens and logits as 32 eager steps."""
+    """Capture once, replay 32 times: the same greedy tokens and logits as 32 eager steps.
+    (Dry run: the recording backend's stand-in streams and graphs, on the reference kernels.)"""
     xp, kernels = device
     if xp is np:
-        pytest.skip("CUDA graphs need CuPy (dry run)")
+        from engine.gpu.recording import RecordingBackend, RecordingKernels
+
+        rec = RecordingBackend(keep_log=False)
+        xp, kernels = rec.xp, RecordingKernels(kernels, rec)
     from engine.gpu.fused_step import FusedDecoder
 
     model = as_dtype(Transformer.random(gqa_config(max_seq_len=96), seed=11), dtype, xp=xp)
@@ -107,8 +125,8 @@ def test_graph_replay_decodes_what_eager_steps_decode(device, dtype):
             if graph:
                 decoder.replay()
             else:
-                decoder.step()
-                kernels.argmax(decoder.logits, out=decoder.token)
+                decoder.step(greedy=True)
+            decoder.synchronize()
             tokens.append(int(decoder.token.get()[0]))
             logits.append(decoder.logits.get().astype(np.float32))
         runs.append((tokens, np.stack(logits)))

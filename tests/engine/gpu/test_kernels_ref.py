@@ -26,23 +26,49 @@ def rand(rng, shape, dtype, scale=1.0):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_rmsnorm(dtype):
+def test_norm_matmul_is_rmsnorm_then_the_projection(dtype):
+    """The norm's weight folded into the projection's rows gives the engine's rmsnorm(x) @ w."""
     rng = np.random.default_rng(0)
-    x, w = rand(rng, (1, 96), dtype, 3.0), rand(rng, (96,), dtype)
-    out = np.empty_like(x)
-    K.rmsnorm(x, w, 1e-5, out)
-    close(out, rmsnorm(x, w, 1e-5), dtype)
+    x, g, w = rand(rng, (1, 96), dtype, 3.0), rand(rng, (96,), dtype), rand(rng, (96, 40), dtype, 96**-0.5)
+    out = np.empty((1, 40), dtype)
+    K.norm_matmul(x, K.prepare_weight(w, g), 1e-5, out)
+    close(out, rmsnorm(x, g, 1e-5) @ w, dtype)
+
+
+def test_prepare_weight_folds_the_norm_into_the_rows_and_copies_nothing_without_one():
+    rng = np.random.default_rng(9)
+    w, g = rand(rng, (8, 5), "float32"), rand(rng, (8,), "float32")
+    assert K.prepare_weight(w) is w
+    np.testing.assert_allclose(K.prepare_weight(w, g), g[:, None] * w, rtol=1e-7)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_add_rmsnorm_adds_in_place_then_normalises(dtype):
+def test_matmul_add_is_the_residual_add_of_a_projection(dtype):
     rng = np.random.default_rng(1)
-    x, delta, w = rand(rng, (1, 64), dtype), rand(rng, (1, 64), dtype), rand(rng, (64,), dtype)
-    summed = x + delta  # the engine's residual add, in the model's dtype
-    out = np.empty_like(x)
-    K.add_rmsnorm(x, delta, w, 1e-6, out)
-    np.testing.assert_array_equal(x, summed)
-    close(out, rmsnorm(summed, w, 1e-6), dtype)
+    a, w, x = rand(rng, (1, 48), dtype), rand(rng, (48, 64), dtype, 48**-0.5), rand(rng, (1, 64), dtype)
+    want = x + (a @ w).astype(dtype)  # the engine: a rounded block output added to x
+    K.matmul_add(a, w, x)
+    close(x, want, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_norm_matmul_rope_store_is_the_engines_qkv_projection_and_rope(dtype):
+    rng = np.random.default_rng(2)
+    H, KV, hd, M, D, pos = 8, 2, 16, 32, 64, 11
+    x, g = rand(rng, (1, D), dtype), rand(rng, (D,), dtype)
+    w = rand(rng, (D, (H + 2 * KV) * hd), dtype, D**-0.5)
+    angles = np.outer(np.arange(M), 1.0 / 10000 ** (np.arange(0, hd, 2) / hd))
+    angles = np.concatenate([angles, angles], axis=-1)
+    cos, sin = np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+    k_cache, v_cache, q = np.zeros((KV, M, hd), dtype), np.zeros((KV, M, hd), dtype), np.empty((H, hd), dtype)
+    K.norm_matmul_rope_store(x, K.prepare_weight(w, g), 1e-5, cos, sin, np.array([pos + 1], np.int32), k_cache,
+                             v_cache, q)
+    qkv = (rmsnorm(x, g, 1e-5) @ w).reshape(1, H + 2 * KV, hd)
+    rotated = apply_rope(qkv[:, : H + KV], cos[pos : pos + 1], sin[pos : pos + 1], np)[0]
+    close(q, rotated[:H], dtype)
+    close(k_cache[:, pos], rotated[H:], dtype)
+    close(v_cache[:, pos], qkv[0, H + KV :], dtype)
+    assert not k_cache[:, np.arange(M) != pos].any() and not v_cache[:, np.arange(M) != pos].any()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -89,6 +115,9 @@ def run_attention(q, k_cache, v_cache, start, stop, split):
     K.attention_partial(q, k_cache, v_cache, length, window, acc, mx, sm, split=split)
     out = np.empty((1, H * hd), q.dtype)
     K.attention_merge(acc, mx, sm, length, window, out, split=split)
+    both = np.empty_like(out)
+    K.attention(q, k_cache, v_cache, length, window, acc, mx, sm, None, both, split=split)
+    np.testing.assert_array_equal(both, out)  # the kernel set's one call is the two parts
     return out
 
 
@@ -137,6 +166,9 @@ def test_swiglu_is_the_engines_mlp_before_w_down(dtype):
     out = np.empty((1, F), dtype)
     K.swiglu(gu, out)
     close(out, mlp(x, w_gate_up, np.eye(F, dtype=dtype), F, np), dtype)  # identity w_down
+    g = rand(rng, (F,), dtype)
+    K.norm_matmul_swiglu(x, K.prepare_weight(w_gate_up, g), 1e-5, out)
+    close(out, mlp(rmsnorm(x, g, 1e-5), w_gate_up, np.eye(F, dtype=dtype), F, np), dtype)
 
 
 def test_embed_matmul_argmax_write_into_their_outputs():
@@ -153,6 +185,9 @@ def test_embed_matmul_argmax_write_into_their_outputs():
     best = np.zeros(1, np.int32)
     K.argmax(logits, best)
     assert best[0] == np.argmax(x @ w)
+    token = np.zeros(1, np.int32)
+    K.norm_matmul_argmax(x, w, 1e-5, logits, token)
+    assert token[0] == np.argmax(logits) == np.argmax(x @ w)  # a positive scale keeps the order
 
 
 @pytest.mark.parametrize("split", [0, -1, 2.5, True])
