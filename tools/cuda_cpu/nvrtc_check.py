@@ -13,6 +13,7 @@ cupy.RawModule's NVRTC call (-ftz=true, as CuPy appends it) plus -arch=sm_90 -Xp
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from dataclasses import dataclass
@@ -76,36 +77,52 @@ def _nvrtc():
     return nvrtc
 
 
-def nvrtc_options(path: Path, options=()) -> list[str]:
-    return [f'-I{cuda_include_dir()}', f'-I{path.resolve().parent}', '--std=c++17', '-ftz=true',
+# what cupy.RawModule adds to a kernel's own options (CuPy 14: compiler.py appends -ftz=true
+# and --device-as-default-execution-space), and NVRTC's automatic precompiled headers
+CUPY_OPTIONS = ('-ftz=true', '--device-as-default-execution-space', '--pch')
+
+
+def nvrtc_options(include_dir: Path, options=()) -> list[str]:
+    return [f'-I{cuda_include_dir()}', f'-I{include_dir}', '--std=c++17', *CUPY_OPTIONS,
             f'-arch={ARCH}', '-Xptxas=-v', *options]
 
 
 def compile_cubin(path: Path, options=()) -> tuple[bytes, str]:
     """(cubin, NVRTC + ptxas log) for one .cu file; NvrtcError with the log if it fails."""
+    return compile_text(path.read_text(), path.name, path.resolve().parent, tuple(options))
+
+
+@functools.lru_cache(maxsize=64)
+def compile_text(text: str, name: str, include_dir: Path, options=()) -> tuple[bytes, str]:
+    """(cubin, NVRTC + ptxas log) for CUDA C source text (``name`` in messages); remembered
+    per process (the tests and the checks compile the same modules more than once)."""
+    import tempfile
+
     nvrtc = _nvrtc()
 
     def ok(r):
         if r[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise NvrtcError(f'{path.name}: {nvrtc.nvrtcGetErrorString(r[0])[1].decode()}')
+            raise NvrtcError(f'{name}: {nvrtc.nvrtcGetErrorString(r[0])[1].decode()}')
         return r[1] if len(r) == 2 else None
 
-    prog = ok(nvrtc.nvrtcCreateProgram(path.read_bytes(), path.name.encode(), 0, [], []))
+    prog = ok(nvrtc.nvrtcCreateProgram(text.encode(), name.encode(), 0, [], []))
+    pch = tempfile.TemporaryDirectory(prefix='nvrtc-pch-')
     try:
-        opts = [o.encode() for o in nvrtc_options(path, options)]
+        opts = [o.encode() for o in nvrtc_options(Path(include_dir), options) + [f'--pch-dir={pch.name}']]
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         size = ok(nvrtc.nvrtcGetProgramLogSize(prog))
         log = b' ' * size
         nvrtc.nvrtcGetProgramLog(prog, log)
         log_text = log.rstrip(b'\0 ').decode(errors='replace')
         if res[0] != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise NvrtcError(f'{path.name} does not compile for {ARCH}:\n{log_text}')
+            raise NvrtcError(f'{name} does not compile for {ARCH}:\n{log_text}')
         size = ok(nvrtc.nvrtcGetCUBINSize(prog))
         cubin = b' ' * size
         nvrtc.nvrtcGetCUBIN(prog, cubin)
         return bytes(cubin), log_text
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+        pch.cleanup()
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")

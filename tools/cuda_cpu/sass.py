@@ -20,6 +20,7 @@ __ldg, the small vectors every block rereads, and L2 reads of other blocks' part
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -91,6 +92,7 @@ def tool_dir() -> Path:
                           '(nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)')
 
 
+@functools.lru_cache(maxsize=64)
 def disassemble(cubin: bytes) -> str:
     """cuobjdump -sass of a cubin (cuobjdump runs nvdisasm, found beside it)."""
     tools = tool_dir()

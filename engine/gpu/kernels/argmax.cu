@@ -15,17 +15,24 @@ __device__ void argmax(const T* __restrict__ logits, int* __restrict__ token, in
     const int tid = threadIdx.x, T_ = blockDim.x, n_vec = V / E;
     const uint4* lv = reinterpret_cast<const uint4*>(logits);
     unsigned long long best = 0ull;
-    for (int base = 0; base < n_vec; base += T_ * ARGMAX_DEPTH) {  // the same trip count in every lane
-        const int v0 = base + tid;
-        uint4 raw[ARGMAX_DEPTH];
+    // software-pipelined as gemv.cu: the next round's loads are issued, in a block of code of
+    // their own, before this round's compares (ptxas would otherwise sink them to their uses)
+    uint4 raw[ARGMAX_DEPTH];
+    if (n_vec > 0)
 #pragma unroll
-        for (int u = 0; u < ARGMAX_DEPTH; ++u) raw[u] = raw16(lv + min(v0 + u * T_, n_vec - 1));
-        __syncwarp();  // all four loads issued before the first compare (common.cuh, attention.cu)
+        for (int u = 0; u < ARGMAX_DEPTH; ++u) raw[u] = raw16(lv + min(tid + u * T_, n_vec - 1));
+    for (int v0 = tid; v0 - tid < n_vec; v0 += T_ * ARGMAX_DEPTH) {  // the same trip count in every lane
+        uint4 cur[ARGMAX_DEPTH];
+#pragma unroll
+        for (int u = 0; u < ARGMAX_DEPTH; ++u) cur[u] = raw[u];
+        if (v0 - tid + T_ * ARGMAX_DEPTH < n_vec)
+#pragma unroll
+            for (int u = 0; u < ARGMAX_DEPTH; ++u) raw[u] = raw16(lv + min(v0 + (ARGMAX_DEPTH + u) * T_, n_vec - 1));
 #pragma unroll
         for (int u = 0; u < ARGMAX_DEPTH; ++u) {
             const int v = v0 + u * T_;
             float f[E];
-            widen16<T>(raw[u], f);
+            widen16<T>(cur[u], f);
 #pragma unroll
             for (int e = 0; e < E; ++e) {
                 const unsigned long long k = argmax_key(f[e], v * E + e);

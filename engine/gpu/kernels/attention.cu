@@ -31,6 +31,7 @@
 #endif
 #define ATT_THREADS 128
 #define ATT_DEPTH 4
+#define ATT_MERGE_DEPTH 8  // the merge: float4 reads of acc in flight per thread
 
 template <class T>
 __device__ void attention(const T* __restrict__ q, const T* __restrict__ k_cache, const T* __restrict__ v_cache,
@@ -188,24 +189,24 @@ __device__ void attention(const T* __restrict__ q, const T* __restrict__ k_cache
     }
     __syncthreads();
     // numerators: thread i takes 4 dimensions (one float4 of acc) of one head, splits in
-    // groups of ATT_DEPTH loads in flight
+    // groups of ATT_MERGE_DEPTH loads in flight
     for (int i = tid; i < G * HD / 4; i += ATT_THREADS) {
         const int g = i / (HD / 4), d4 = i % (HD / 4), h = kvh * G + g;
         const float m = merge_m[g];
         const float4* ah = reinterpret_cast<const float4*>(acc + (size_t)h * C * HD) + d4;
         const float* mxh = mx + (size_t)h * C;
         float4 num = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int c2 = c0; c2 <= c1; c2 += ATT_DEPTH) {
-            float4 av[ATT_DEPTH];
-            float wv[ATT_DEPTH];
+        for (int c2 = c0; c2 <= c1; c2 += ATT_MERGE_DEPTH) {
+            float4 av[ATT_MERGE_DEPTH];
+            float wv[ATT_MERGE_DEPTH];
 #pragma unroll
-            for (int u = 0; u < ATT_DEPTH; ++u) {
+            for (int u = 0; u < ATT_MERGE_DEPTH; ++u) {
                 const int cc = min(c2 + u, c1);
                 av[u] = __ldcg(ah + (size_t)cc * (HD / 4));
                 wv[u] = c2 + u <= c1 ? expf(__ldcg(mxh + cc) - m) : 0.f;
             }
 #pragma unroll
-            for (int u = 0; u < ATT_DEPTH; ++u) {
+            for (int u = 0; u < ATT_MERGE_DEPTH; ++u) {
                 num.x = fmaf(wv[u], av[u].x, num.x);
                 num.y = fmaf(wv[u], av[u].y, num.y);
                 num.z = fmaf(wv[u], av[u].z, num.z);
