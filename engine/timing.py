@@ -84,16 +84,21 @@ class HostClock:
 
 
 class CupyEventClock:
-    """A pair of cupy.cuda.Event on the current stream (CuPy imported when made)."""
+    """A pair of cupy.cuda.Event on one stream: ``stream`` (a benchmark passes the stream its
+    work goes to, so that the events bracket exactly that work), else the current one.
+    ``cuda`` is the module the events come from (cupy.cuda, imported when made; a test hands
+    in a stand-in)."""
 
     name = "cuda_events"
 
-    def __init__(self):
-        import cupy  # only on a GPU run
+    def __init__(self, stream=None, cuda=None):
+        if cuda is None:
+            import cupy  # only on a GPU run
 
-        self._cupy = cupy
-        self._stream = cupy.cuda.get_current_stream()
-        self._start, self._end = cupy.cuda.Event(), cupy.cuda.Event()
+            cuda = cupy.cuda
+        self._cuda = cuda
+        self._stream = cuda.get_current_stream() if stream is None else stream
+        self._start, self._end = cuda.Event(), cuda.Event()
 
     def sync(self) -> None:
         self._stream.synchronize()
@@ -104,7 +109,7 @@ class CupyEventClock:
     def stop(self) -> float:
         self._end.record(self._stream)
         self._end.synchronize()
-        return self._cupy.cuda.get_elapsed_time(self._start, self._end) / 1e3  # ms -> s
+        return self._cuda.get_elapsed_time(self._start, self._end) / 1e3  # ms -> s
 
 
 class TorchEventClock:

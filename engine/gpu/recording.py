@@ -102,7 +102,7 @@ class RecordingBackend:
         self.keep_log = keep_log  # False: a long run (a benchmark's dry run) keeps no log
         self.current = "setup"
         self.in_kernel = False
-        self.stream = LEGACY  # the current stream
+        self.stream = RecordingStream(self, "legacy default")  # the current stream
         self.graph: RecordingGraph | None = None  # the graph being captured, if any
         self.xp = RecordingXP(self)
 
@@ -196,7 +196,7 @@ class RecordingStream:
 
     _count = 0
 
-    def __init__(self, backend: "RecordingBackend | None", name: str | None = None, non_blocking: bool = False):
+    def __init__(self, backend: "RecordingBackend", name: str | None = None, non_blocking: bool = False):
         if name is None:
             RecordingStream._count += 1
             name = f"stream {RecordingStream._count}"
@@ -301,9 +301,6 @@ class RecordingCuda:
     def get_elapsed_time(start: RecordingEvent, end: RecordingEvent) -> float:
         """Milliseconds between two recorded events (cupy.cuda.get_elapsed_time's unit)."""
         return (end.time - start.time) * 1e3
-
-
-LEGACY = RecordingStream(None, "legacy default")
 
 
 class RecordingXP:
