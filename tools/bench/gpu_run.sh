@@ -11,19 +11,23 @@
 #
 #   pip install -e '.[gpu,reference]'   # CuPy (match the CUDA major version), PyTorch, transformers
 #   bash tools/bench/gpu_run.sh        # -> engine/bench_results/results/gpu-cupy-h200.json
+# (The H200 image of the device sessions has all of them for its python3: nothing to install.)
 #
 # Where the results go: --out FILE, else $KV_BENCH_OUT, else the file above. A generic
 # variable such as OUT is never read (one pointing at a folder once cost a whole GPU run).
-# The path is printed and checked before anything runs. The Python: $KV_BENCH_PYTHON, else python.
+# The path is printed and checked before anything runs. The Python: $KV_BENCH_PYTHON, else
+# python3 (the interpreter that has CuPy and torch on the H200 image; a bare "python" may not
+# exist there). If it cannot use CuPy on a GPU, its own error is shown, not a guess.
 # Other arguments are passed on to python -m tools.bench, e.g. --quick.
 # If the correctness tests fail, the sweep times the engine's per-op path (--step engine)
 # and the script exits 1 after it: the numbers of a wrong kernel are worth nothing.
 # Goal to read off the printed table: llama3-8b float16 at context 8192, "%peak" >= 60.
 # Issue 17's numbers (CUDA graph replay, gemv TB/s, the goals judged) come from the other
-# prepared command: python -m tools.bench.gpu_check --out results.json (under 5 minutes).
+# prepared command: python3 -m tools.bench.gpu_check --out results.json (under 5 minutes), and
+# for a device session tools/bench/gpu_session.sh (its output under $OUT).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PY="${KV_BENCH_PYTHON:-python}"
+PY="${KV_BENCH_PYTHON:-python3}"
 out="${KV_BENCH_OUT:-engine/bench_results/results/gpu-cupy-h200.json}"
 pass=()
 while (($#)); do
@@ -37,10 +41,11 @@ while (($#)); do
 done
 echo "gpu_run.sh: results will be written to $out"
 
-"$PY" -c "import cupy; cupy.cuda.runtime.getDeviceCount()" 2>/dev/null || {
-    echo "gpu_run.sh: CuPy with a CUDA GPU is needed: pip install -e '.[gpu]'" >&2
+if ! why=$("$PY" -c "import cupy; cupy.cuda.runtime.getDeviceCount()" 2>&1 >/dev/null); then
+    echo "gpu_run.sh: CuPy with a CUDA GPU is needed ($PY could not use one; pip install -e '.[gpu]'):" >&2
+    printf '%s\n' "$why" | tail -n 4 | sed 's/^/    /' >&2
     exit 2
-}
+fi
 "$PY" -m tools.bench --backend cupy --check --out "$out" ${pass[@]+"${pass[@]}"}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 

@@ -20,9 +20,9 @@ class CountingKernels:
         self.inner, self.calls = inner, 0
         self.xp, self.split, self.name = inner.xp, inner.split, inner.name
 
-    def prepare_weight(self, w):
+    def prepare_weight(self, w, norm=None):
         """Not a launch of the step: a weight laid out once, when the decoder is built."""
-        return self.inner.prepare_weight(w)
+        return self.inner.prepare_weight(w, norm)
 
     def __getattr__(self, name: str):
         kernel = getattr(self.inner, name)

@@ -109,3 +109,40 @@ def test_failed_gpu_tests_time_the_engine_path_and_fail_the_script(tmp_path):
     r = _run(python=str(fake))
     assert r.returncode == 1 and "GPU correctness tests failed" in r.stderr
     assert "--step engine" in _bench_calls(log)[-1]
+
+
+def test_the_interpreters_own_error_is_shown(tmp_path):
+    """No CuPy here: the message says so in CuPy's own words (an ImportError), not only a guess."""
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is installed here")
+    except ImportError:
+        pass
+    r = _run("--out", str(tmp_path / "r.json"))
+    assert r.returncode == 2 and "No module named 'cupy'" in r.stderr
+
+
+def test_the_default_interpreter_is_python3():
+    assert 'PY="${KV_BENCH_PYTHON:-python3}"' in SCRIPT.read_text()
+
+
+SESSION = ROOT / "tools" / "bench" / "gpu_session.sh"
+
+
+def test_the_device_session_writes_everything_under_OUT(tmp_path, fake_python):
+    fake, log = fake_python
+    base = {k: v for k, v in os.environ.items() if not k.startswith("KV_BENCH")}
+    r = subprocess.run(["bash", str(SESSION)], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                       env={**base, "KV_BENCH_PYTHON": str(fake), "OUT": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    check = [c for c in _calls(log) if c.startswith("-m tools.bench.gpu_check")]
+    assert check == [f"-m tools.bench.gpu_check --out {tmp_path}/gpu_check.json"]
+    assert (tmp_path / "gpu_check.log").exists() and (tmp_path / "environment.txt").exists()
+
+
+def test_the_device_session_needs_OUT(fake_python):
+    fake, log = fake_python
+    base = {k: v for k, v in os.environ.items() if k not in ("OUT",) and not k.startswith("KV_BENCH")}
+    r = subprocess.run(["bash", str(SESSION)], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                       env={**base, "KV_BENCH_PYTHON": str(fake)})
+    assert r.returncode != 0 and "OUT" in r.stderr and not log.exists()
