@@ -19,7 +19,7 @@
 Then the goals of issue 17 are checked against these numbers and everything is written to
 --out (JSON, with provenance). The path is checked before anything is measured. Committed as
 ``engine/bench_results/gpu_checks/<device>-<commit>.json`` the file appears on the benchmark
-page (lessons/bench/page.py), beside the per-op engine's H200 file as "before".
+page (lessons/benchmarks/bench_measured.py), beside the per-op engine's H200 file as "before".
 
 ``KV_GPU_DRY_RUN=1`` runs the same code on a CPU with NumPy and the reference kernels on
 tiny shapes (no tests, no graph, no transformers): the command's plumbing, tested in CI.
