@@ -11,7 +11,7 @@ See ARCHITECTURE.md ("Engine API") for the whole surface.
 from engine.caches.contiguous import KVCache
 from engine.caches.evicting import HeavyHitterKVCache
 from engine.caches.paged import BlockPool, PagedCache
-from engine.caches.pool import PoolFullError
+from engine.caches.allocator import PoolFullError
 from engine.caches.quant import QuantKVCache
 from engine.caches.rolling import RollingKVCache
 from engine.config import Config

@@ -64,7 +64,7 @@ from engine.analysis import costs, serving
 from engine.caches.base import write
 from engine.caches.contiguous import KVCache
 from engine.caches.paged import BlockPool
-from engine.caches.pool import blocks_for
+from engine.caches.allocator import blocks_for
 from engine.checks import check_int
 from engine.config import Config
 from engine.sampling import SamplingParams, sample

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.analysis import costs
-from engine.caches.pool import blocks_for
+from engine.caches.allocator import blocks_for
 from engine.checks import check_int
 from engine.config import Config
 

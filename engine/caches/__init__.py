@@ -6,6 +6,6 @@
                 attention-sink slots for the first positions when the config has them
     evicting    HeavyHitterKVCache: the newest positions and the most attended ones (H2O)
     quant       QuantKVCache: codes + scales (per-token, KIVI, rotated)
-    pool        BlockAllocator: blocks, free list, reference counts -- knows no sequence
+    allocator   BlockAllocator: blocks, free list, reference counts -- knows no sequence
     paged       PagedCache (a block table over the allocator) and BlockPool (allocator + sequences)
 """

@@ -1,6 +1,6 @@
 """The paged KV cache: one pool of fixed-size blocks, lent to many sequences a block at a time.
 
-Why: the contiguous cache (cache.py) reserves max_len slots per sequence before the first
+Why: the contiguous cache (contiguous.py) reserves max_len slots per sequence before the first
 token. A server holding many sequences of unknown length keeps most of that empty. Here the
 keys and values of every sequence live in one shared pool of N blocks of B slots; a sequence
 owns a *block table* (its block ids in position order) and takes a new block from the free
@@ -8,7 +8,7 @@ list only when its last one is full, so at most B - 1 slots per sequence stand e
 Sequences that start alike can hold the same blocks (reference counts), as vLLM's
 PagedAttention does (Kwon et al., SOSP 2023).
 
-The allocator (engine/caches/pool.py) lends the blocks and knows no sequence; here are the
+The allocator (engine/caches/allocator.py) lends the blocks and knows no sequence; here are the
 block tables (PagedCache) and the pool of sequences built on it (BlockPool).
 
 Layout of a BlockPool (one pair per layer l, shared by all its sequences):
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.caches.base import BaseCache
-from engine.caches.pool import BlockAllocator, PoolFullError, blocks_for  # noqa: F401 - re-exported
+from engine.caches.allocator import BlockAllocator, PoolFullError, blocks_for
 from engine.config import Config
 
 
@@ -86,7 +86,7 @@ class PoolUsage:
 
 
 class BlockPool(BlockAllocator):
-    """The allocator (engine/caches/pool.py) plus the sequences drawing on it."""
+    """The allocator (engine/caches/allocator.py) plus the sequences drawing on it."""
 
     def __init__(self, config: Config, n_blocks: int, block_size: int = 16, xp=np):
         super().__init__(config, n_blocks, block_size, xp)

@@ -58,7 +58,7 @@ def _page_lang(page, config) -> str:
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
-    from lessons import registry  # imported per build: the reload hook may have dropped it
+    from lessons.common import registry  # imported per build: the reload hook may have dropped it
 
     try:
         fences = demos_render.find_demo_fences(markdown)

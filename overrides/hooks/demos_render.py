@@ -13,7 +13,7 @@ The MkDocs hook (``demos.py``) stays thin and calls the functions here:
   runtime only place text.
 
 Nothing here knows about transformers: it only sees the lesson contract
-(``lessons/base.py``) through ``describe`` and ``run``.
+(``lessons/common/base.py``) through ``describe`` and ``run``.
 """
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def build_demo(
 ) -> dict:
     """Everything the template needs for demo number ``index`` on a page.
 
-    ``describe``/``run`` are ``lessons.registry.describe``/``run``: the defaults run here,
+    ``describe``/``run`` are ``lessons.common.registry.describe``/``run``: the defaults run here,
     with CPython, and the very same code runs later in Pyodide.
     """
     info = describe(lesson, lang)

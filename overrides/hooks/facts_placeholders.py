@@ -1,7 +1,7 @@
 """Replace ``[[fact:KEY]]`` placeholders in page Markdown with numbers the engine computed.
 
 Pages never type a number about a model by hand: they write ``[[fact:course.n_layers]]`` and
-the build puts in ``lessons.facts.facts(lang)["course.n_layers"]``. This module holds the
+the build puts in ``lessons.facts.table.facts(lang)["course.n_layers"]``. This module holds the
 logic (plain Python, no MkDocs import) so it can be unit-tested; ``facts.py`` beside it is
 the thin MkDocs hook.
 """
@@ -61,22 +61,22 @@ def substitute(markdown: str, facts: Mapping[str, str] | Callable[[], Mapping[st
 
 
 def load_facts(lang: str, page: str, keys: list[str]) -> dict[str, str]:
-    """``lessons.facts.facts(lang)``, or a :class:`FactError` that says what is missing."""
+    """``lessons.facts.table.facts(lang)``, or a :class:`FactError` that says what is missing."""
     try:
-        module = importlib.import_module("lessons.facts")
+        module = importlib.import_module("lessons.facts.table")
     except ImportError as exc:
         raise FactError(
-            f"{page} uses [[fact:{keys[0]}]] but lessons.facts cannot be imported ({exc}); "
-            "lessons/facts.py must define facts(lang) -> dict[str, str]"
+            f"{page} uses [[fact:{keys[0]}]] but lessons.facts.table cannot be imported ({exc}); "
+            "lessons/facts/table.py must define facts(lang) -> dict[str, str]"
         ) from exc
     if not hasattr(module, "facts"):
-        raise FactError(f"{page} uses facts but lessons/facts.py has no facts(lang) function")
+        raise FactError(f"{page} uses facts but lessons/facts/table.py has no facts(lang) function")
     try:
         table = module.facts(lang)
     except Exception as exc:  # the engine or its data is broken: say so, without a traceback
-        raise FactError(f"{page} uses [[fact:{keys[0]}]] but lessons.facts.facts({lang!r}) "
+        raise FactError(f"{page} uses [[fact:{keys[0]}]] but lessons.facts.table.facts({lang!r}) "
                         f"failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(table, Mapping):
-        raise FactError(f"lessons.facts.facts({lang!r}) returned {type(table).__name__}, "
+        raise FactError(f"lessons.facts.table.facts({lang!r}) returned {type(table).__name__}, "
                         "expected a dict of strings")
     return dict(table)

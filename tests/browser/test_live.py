@@ -124,7 +124,7 @@ def _live_run(page, i: int, before: int) -> None:
 
 
 def test_every_demo_recomputes_live_and_agrees_with_cpython(browser, site_server, pages, dist):
-    from lessons import registry
+    from lessons.common import registry
 
     english = [p for p in pages if p.lang == "en"]
     context = browser.new_context()
@@ -346,7 +346,7 @@ def test_table_text_is_the_same_before_and_after_a_live_run(browser, site_server
 def test_an_internal_error_is_told_as_one_with_the_detail_in_the_console(browser, site_server, pages, dist):
     """A bug in Python (here: a demo asking for a lesson the registry does not have, as a
     stale page could) gets the "internal" message in the page's language, not "check your
-    connection"; the exception that lessons.registry.run_json reports reaches the console."""
+    connection"; the exception that lessons.common.registry.run_json reports reaches the console."""
     p = next(q for q in pages if q.lang == "zh-TW")
     context = browser.new_context()
     serve_pyodide(context, p.runtime["pyodide"]["indexURL"], dist)

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from lessons import registry
-from lessons.base import LANGS
+from lessons.common import registry
+from lessons.common.base import LANGS
 
 # Inputs a reader could type into any text box: each must give an answer or a clear
 # LessonInputError, never a traceback, and must come back as plain data.
@@ -36,7 +36,7 @@ def plotly_figure():
 
 
 def check_output(out: dict) -> dict:
-    """Assert ``out`` follows lessons/base.py's Output contract; return it."""
+    """Assert ``out`` follows lessons/common/base.py's Output contract; return it."""
     assert isinstance(out, dict)
     # JSON only: no NumPy scalars, no NaN/inf.
     json.dumps(out, allow_nan=False)
@@ -71,7 +71,7 @@ def check_layout(lay: dict) -> None:
 
 def check_table(t: dict) -> None:
     """Columns are named, every row has a cell per column, and every cell is already the
-    text a reader sees (lessons/figures.py's cell() is the only formatter)."""
+    text a reader sees (lessons/common/figures.py's cell() is the only formatter)."""
     assert t["columns"] and all(isinstance(c, str) and c for c in t["columns"])
     for r in t["rows"]:
         assert len(r) == len(t["columns"]) and all(isinstance(c, str) for c in r), r

@@ -1,6 +1,6 @@
 """Every string a lesson puts before the reader, with the reader's and the model's data taken out.
 
-Used by test_terminology.py: the terminology table (lessons/terminology.py) applies to what
+Used by test_terminology.py: the terminology table (lessons/common/terminology.py) applies to what
 the lesson *writes* (titles, labels, help, axis and legend titles, hover text, table headers
 and word cells, notes, chip titles, actions, error messages), not to the text it *shows*: the
 reader's own input, the course model's tokens and generations, the sentence pairs and group
@@ -24,11 +24,11 @@ from unittest import mock
 
 from engine.tokenizer import Tokenizer
 from engine.training.corpus import SEMANTIC_GROUPS
-from lessons import registry
-from lessons.base import LessonInputError
-from lessons.bench import browser as bench_browser
-from lessons.figures import show_piece
-from lessons.tokens import PAIRS
+from lessons.common import registry
+from lessons.common.base import LessonInputError
+from lessons.benchmarks import bench_browser
+from lessons.common.figures import show_piece
+from lessons.plate02_tokens.tokens import PAIRS
 
 from lesson_checks import HOSTILE_TEXTS
 

@@ -1,5 +1,5 @@
 """Every percentage a demo writes, in both languages, is 12.5%: no space before the sign, the
-half-width %, as lessons.figures.fmt_percent makes it and the pages write it
+half-width %, as lessons.common.figures.fmt_percent makes it and the pages write it
 (tests/site/test_page_percent.py, tests/site/test_zh_tw.py)."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from lessons import registry
-from lessons.base import LANGS
-from lessons.figures import fmt_percent
+from lessons.common import registry
+from lessons.common.base import LANGS
+from lessons.common.figures import fmt_percent
 
 from reader_text import collected
 

@@ -1,6 +1,6 @@
 """Every string a demo puts before the reader uses the terminology table's terms, in both languages.
 
-The table is lessons/terminology.py (one term per concept, with the variants to avoid); the
+The table is lessons/common/terminology.py (one term per concept, with the variants to avoid); the
 strings are all a lesson writes (reader_text.py: title, control labels, help and options,
 figure, axis, colorbar and legend titles, hover text, annotations, table headers and word
 cells, notes, token chips' titles, actions and the error messages of bad input), collected
@@ -15,10 +15,10 @@ import json
 
 import pytest
 
-from lessons import labels, registry
-from lessons.base import LANGS
-from lessons.terminology import variants
-from lessons.tokens import PAIRS
+from lessons.common import labels, registry
+from lessons.common.base import LANGS
+from lessons.common.terminology import variants
+from lessons.plate02_tokens.tokens import PAIRS
 
 from reader_text import Data, collect, collected, describe_strings, output_strings, written
 

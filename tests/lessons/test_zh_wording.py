@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from lessons import registry
+from lessons.common import registry
 
 from reader_text import collected
 

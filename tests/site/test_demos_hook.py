@@ -20,7 +20,7 @@ import demos_config
 import demos_plotly
 import demos_render
 from demos_strings import UI_STRINGS
-from lessons import base, registry
+from lessons.common import base, registry
 from site_pages import HOOKS
 
 import plotly.graph_objects as go  # noqa: E402 - in the test extra: a missing Plotly fails, never skips
@@ -33,6 +33,7 @@ EVIL = '<img src=x onerror=alert(1)>'
 
 def _fixture_lesson() -> types.ModuleType:
     mod = types.ModuleType("lessons.fixture_demo")
+    mod.NAME = "fixture_demo"
     mod.TITLE = {"en": 'Count <b>letters</b> & "quotes"', "zh-TW": "數字母 <b>粗體</b>"}
     mod.CONTROLS = (
         base.text("prompt", {"en": "Prompt", "zh-TW": "提示"}, EVIL, max_length=40),
@@ -70,7 +71,7 @@ def _fixture_lesson() -> types.ModuleType:
 
 @pytest.fixture
 def fixture_lesson(monkeypatch):
-    monkeypatch.setitem(registry.LESSONS, "fixture_demo", "fixture_demo")
+    monkeypatch.setitem(registry.LESSONS, "fixture_demo", "lessons.fixture_demo")
     monkeypatch.setitem(sys.modules, "lessons.fixture_demo", _fixture_lesson())
     return "fixture_demo"
 
@@ -345,7 +346,7 @@ def test_chinese_strings_are_traditional_with_taiwan_terms():
 @pytest.mark.parametrize("lang", ["en", "zh-TW"])
 def test_ui_strings_use_the_course_terms(lang):
     """The demo chrome names things as the terminology table does (e.g. 即時示範, not 互動示範)."""
-    from lessons.terminology import variants
+    from lessons.common.terminology import variants
 
     found = {k: variants(v, lang) for k, v in UI_STRINGS[lang].items() if variants(v, lang)}
     assert found == {}

@@ -7,8 +7,8 @@ import pytest
 
 import demos_plotly
 import demos_render
-from lessons import registry
-from lessons.base import LessonInputError
+from lessons.common import registry
+from lessons.common.base import LessonInputError
 
 
 def test_bundle_locale_and_validator_are_one_plotly_js_version():

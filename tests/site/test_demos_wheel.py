@@ -97,6 +97,12 @@ def test_the_course_wheel_in_the_site_carries_the_engine_and_lessons_but_no_tool
     assert "engine/data/course_model.npz" in names
     assert any(n.startswith("engine/bench_results/results/") and n.endswith(".json") for n in names)
     assert not [n for n in names if "/bench/" in n and n.startswith("engine/")]  # the harness is tools/bench
+    # every lesson folder and its data (plate 2's tokenizer counts): the worker imports them all
+    root = Path(__file__).resolve().parents[2]
+    lesson_files = {p.relative_to(root).as_posix() for p in (root / "lessons").rglob("*")
+                    if p.suffix in (".py", ".json") and "__pycache__" not in p.parts}
+    assert "lessons/plate02_tokens/real_token_counts.json" in lesson_files
+    assert lesson_files <= set(names), sorted(lesson_files - set(names))
 
 
 def test_lessons_and_the_engine_never_import_tools():

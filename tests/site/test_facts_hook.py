@@ -44,7 +44,7 @@ def test_fact_keys_in_order_of_first_use():
 
 
 def test_missing_facts_module_fails_clearly(monkeypatch):
-    monkeypatch.setitem(sys.modules, "lessons.facts", None)  # makes the import fail
+    monkeypatch.setitem(sys.modules, "lessons.facts.table", None)  # makes the import fail
     with pytest.raises(FactError, match=r"index\.md uses \[\[fact:course\.d_model\]\].*lessons\.facts"):
         load_facts("en", "index.md", ["course.d_model"])
 
@@ -52,12 +52,12 @@ def test_missing_facts_module_fails_clearly(monkeypatch):
 def test_failing_facts_function_fails_clearly(monkeypatch):
     import types
 
-    broken = types.ModuleType("lessons.facts")
+    broken = types.ModuleType("lessons.facts.table")
 
     def facts(lang):
         raise FileNotFoundError("engine/data/course_model.npz")
     broken.facts = facts
-    monkeypatch.setitem(sys.modules, "lessons.facts", broken)
+    monkeypatch.setitem(sys.modules, "lessons.facts.table", broken)
     with pytest.raises(FactError, match=r"p\.md uses \[\[fact:course\.d_model\]\] but .*FileNotFoundError: engine/data"):
         load_facts("zh-TW", "p.md", ["course.d_model"])
 
@@ -73,15 +73,15 @@ def _keys_used_in_docs() -> dict[str, set[str]]:
 @pytest.mark.parametrize("lang", ["en", "zh-TW"])
 def test_every_key_the_pages_use_exists(lang):
     try:
-        from lessons.facts import facts
+        from lessons.facts.table import facts
     except ImportError as exc:
-        pytest.fail(f"lessons/facts.py is not importable ({exc}); the site build fails on it")
+        pytest.fail(f"lessons/facts/table.py is not importable ({exc}); the site build fails on it")
     try:
         table = facts(lang)
     except FileNotFoundError as exc:  # the course model ships in engine/data: a broken checkout
         pytest.fail(f"the trained course model is not in engine/data ({exc})")
     missing = sorted(_keys_used_in_docs()[lang] - set(table))
-    assert not missing, f"pages use fact keys that lessons.facts.facts({lang!r}) lacks: {missing}"
+    assert not missing, f"pages use fact keys that lessons.facts.table.facts({lang!r}) lacks: {missing}"
     assert all(isinstance(v, str) and v.strip() for v in table.values())
 
 

@@ -1,5 +1,5 @@
 """Percentages are written one way on every page, in both languages: 12.5%, no space before
-the sign (the form the demos' strings use, lessons.figures.fmt_percent). The zh-TW pages get
+the sign (the form the demos' strings use, lessons.common.figures.fmt_percent). The zh-TW pages get
 the same rule among their typography checks (tests/site/test_zh_tw.py); this file holds the
 English pages to it too, so a number quoted from a paper reads the same beside a demo's.
 

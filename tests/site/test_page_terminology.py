@@ -1,7 +1,7 @@
 """Pages use the terminology table's terms: prose and diagrams of every page in both
 languages, and the glossary's headings.
 
-The table is lessons/terminology.py (one term per concept, the reason, the variants to avoid);
+The table is lessons/common/terminology.py (one term per concept, the reason, the variants to avoid);
 the lessons' strings are checked by tests/lessons/test_terminology.py. Here:
 
 * the prose of each page (zh_prose.prose(): code, diagrams, demo blocks, URLs, markup and facts
@@ -21,7 +21,7 @@ import re
 
 import pytest
 
-from lessons.terminology import TERMS, term, variants
+from lessons.common.terminology import TERMS, term, variants
 from site_pages import FENCE, PAGES, fences, source
 from zh_prose import prose
 

@@ -24,8 +24,10 @@ pytestmark = pytest.mark.slow
 
 LESSON = '''"""A lesson for the reload test: its title lives here, its word in the engine."""
 from engine.marker import WORD
-from lessons import base
+from lessons.common import base
 
+NAME = "fixture_reload"
+PLATE = "index"
 TITLE = {"en": "Reload fixture one", "zh-TW": "重新載入測試一"}
 CONTROLS = (base.slider("n", {"en": "How many", "zh-TW": "幾個"}, 1, 1, 3, 1),)
 
@@ -51,7 +53,7 @@ RUNTIME = re.compile(r'<script type="application/json" id="kv-demo-runtime">(.*?
 
 def _project(root: Path) -> None:
     """pyproject + README (the wheel's sources), an engine with one word, the real lesson
-    contract and registry with one lesson, one page showing it."""
+    contract and registry, one lesson, one page showing it."""
     (root / "engine").mkdir(parents=True)
     (root / "lessons").mkdir()
     (root / "docs").mkdir()
@@ -62,12 +64,12 @@ def _project(root: Path) -> None:
     (root / "README.md").write_text("fixture\n", encoding="utf-8")
     (root / "engine" / "__init__.py").write_text("", encoding="utf-8")
     (root / "engine" / "marker.py").write_text('WORD = "alpha"\n', encoding="utf-8")
-    (root / "lessons" / "__init__.py").write_text("", encoding="utf-8")
-    shutil.copy(ROOT / "lessons" / "base.py", root / "lessons" / "base.py")
-    registry = (ROOT / "lessons" / "registry.py").read_text(encoding="utf-8")
-    (root / "lessons" / "registry.py").write_text(
-        registry + '\nLESSONS = {"fixture_reload": "fixture_reload"}\n', encoding="utf-8")
-    (root / "lessons" / "fixture_reload.py").write_text(LESSON, encoding="utf-8")
+    for package in ("lessons", "lessons/common", "lessons/home"):
+        (root / package).mkdir(exist_ok=True)
+        (root / package / "__init__.py").write_text("", encoding="utf-8")
+    for module in ("base.py", "registry.py"):  # the registry finds the lesson by its NAME
+        shutil.copy(ROOT / "lessons" / "common" / module, root / "lessons" / "common" / module)
+    (root / "lessons" / "home" / "fixture_reload.py").write_text(LESSON, encoding="utf-8")
     (root / "docs" / "index.md").write_text("# Home\n\n```kv-demo\nlesson: fixture_reload\n```\n",
                                             encoding="utf-8")
     (root / "mkdocs.yml").write_text(CONFIG, encoding="utf-8")
@@ -137,9 +139,9 @@ def test_edits_to_a_lesson_and_the_engine_show_on_the_next_reload(served):
     assert "engine says alpha" in page
     first_wheel = json.loads(RUNTIME.search(page).group(1))["wheel"]
 
-    _edit(root / "lessons" / "fixture_reload.py", "Reload fixture one", "Reload fixture two")
+    _edit(root / "lessons" / "home" / "fixture_reload.py", "Reload fixture one", "Reload fixture two")
     page = _wait_for(base, "Reload fixture two", proc)
-    assert 'TITLE = {"en": "Reload fixture two"' in _wheel_source(base, page, "lessons/fixture_reload.py")
+    assert 'TITLE = {"en": "Reload fixture two"' in _wheel_source(base, page, "lessons/home/fixture_reload.py")
 
     _edit(root / "engine" / "marker.py", "alpha", "beta")
     page = _wait_for(base, "engine says beta", proc)

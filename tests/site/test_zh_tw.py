@@ -27,7 +27,7 @@ Typography rules (issue 11), each a function here with a planted sample that pro
 Issue 19 added three:
 
 * Percentages are written as Taiwan writes them: 12.5%, no space before the sign and the
-  half-width %, as the demos' strings (lessons.figures.fmt_percent) write them.
+  half-width %, as the demos' strings (lessons.common.figures.fmt_percent) write them.
 * No nested full-width brackets 「（……（……）……）」: a gloss inside a parenthesis reads as
   a second aside. Rewrite the outer one as a clause (「例如……」, a separate sentence).
 * One full-width colon per sentence: 「A：B：C」 leaves the reader to guess which part

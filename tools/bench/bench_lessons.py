@@ -23,7 +23,7 @@ import platform  # noqa: E402
 import time  # noqa: E402
 
 from engine.timing import HostClock, measure  # noqa: E402
-from lessons import registry  # noqa: E402
+from lessons.common import registry  # noqa: E402
 
 LESSONS = [n for n in registry.LESSONS if not n.startswith("bench")]
 

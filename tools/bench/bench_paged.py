@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 from engine import load_course_model  # noqa: E402
 from engine.caches.paged import BlockPool  # noqa: E402
-from engine.caches.pool import blocks_for
+from engine.caches.allocator import blocks_for
 from engine.timing import measure_in_turn  # noqa: E402
 
 

@@ -35,7 +35,7 @@ Every timing keeps its full statistics (median, p10, p90, min, max, n). The K/V 
 random values, not zeros; the cache is rewound between timed runs outside the timed region;
 capture, replay, the length write, the rewind and the clock's events are all on the
 decoder's stream. Committed as ``engine/bench_results/gpu_checks/<device>-<commit>.json``
-the file appears on the benchmark page (lessons/bench/page.py) beside the per-op H200 file.
+the file appears on the benchmark page (lessons/benchmarks/bench_measured.py) beside the per-op H200 file.
 
 ``KV_GPU_DRY_RUN=1`` runs the same code on a CPU: the recording backend (engine/gpu/
 recording.py: NumPy dressed as a GPU, with streams, events and graph capture) and the

@@ -1,6 +1,6 @@
 """Count the tokens demo's sentence pairs with real production tokenizers; write package data.
 
-    .venv/bin/python -m tools.site.real_token_counts           # rewrite lessons/data/real_token_counts.json
+    .venv/bin/python -m tools.site.real_token_counts           # rewrite lessons/plate02_tokens/real_token_counts.json
     .venv/bin/python -m tools.site.real_token_counts --check   # exit 1 when the committed file is stale
 
 GPT-4's cl100k_base and GPT-4o's o200k_base run offline from the ``bpe-openai`` package
@@ -22,10 +22,10 @@ import json
 import sys
 from pathlib import Path
 
-from lessons.tokens import PAIRS
+from lessons.plate02_tokens.tokens import PAIRS
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "lessons" / "data" / "real_token_counts.json"
+OUT = ROOT / "lessons" / "plate02_tokens" / "real_token_counts.json"
 PACKAGE = "bpe-openai"
 ENCODINGS = ("cl100k_base", "o200k_base")
 # Models whose tokenizer the file names, if the package maps them to one of ENCODINGS.

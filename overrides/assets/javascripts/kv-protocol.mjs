@@ -32,7 +32,7 @@ export class KvError extends Error {
   }
 }
 
-// lessons.registry.run_json answers {ok: false, error: {message, detail?}}: a bug carries
+// lessons.common.registry.run_json answers {ok: false, error: {message, detail?}}: a bug carries
 // `detail` (the exception, for authors), a refusal of the reader's values does not.
 export function runErrorKind(error) {
   return error && error.detail ? ERROR_KINDS.INTERNAL : ERROR_KINDS.LESSON;

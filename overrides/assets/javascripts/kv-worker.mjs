@@ -1,12 +1,12 @@
 // kv-worker.mjs — Pyodide in a module Web Worker, shared by every demo on a page.
 //
 // The message shapes and the error kinds are in kv-protocol.mjs (shared with the page).
-// Python is reached through one function, lessons.registry.run_json, which takes and
+// Python is reached through one function, lessons.common.registry.run_json, which takes and
 // returns JSON strings and never raises, so no PyProxy ever leaves this file.
 import { ERROR_KINDS, EVENTS, KvError, REQUESTS, STAGES, errorReply, runErrorKind } from "./kv-protocol.mjs";
 
 let ready = null; // Promise of the run_json PyProxy once Pyodide + NumPy + the wheel are in
-let runJson = null; // lessons.registry.run_json (a PyProxy we own, kept for the worker's life)
+let runJson = null; // lessons.common.registry.run_json (a PyProxy we own, kept for the worker's life)
 
 const post = (msg) => self.postMessage(msg);
 const progress = (stage) => post({ type: EVENTS.PROGRESS, stage });
@@ -40,7 +40,7 @@ async function start({ indexURL, wheelURL }) {
     progress(STAGES.ENGINE);
     await pyodide.loadPackage(wheelURL, { messageCallback: () => {}, errorCallback: () => {} });
     // An owned PyProxy of the function (an attribute of a module proxy would be borrowed).
-    runJson = pyodide.runPython("from lessons.registry import run_json\nrun_json");
+    runJson = pyodide.runPython("from lessons.common.registry import run_json\nrun_json");
   } catch (err) {
     throw new KvError(messageOf(err), ERROR_KINDS.LOAD);
   }

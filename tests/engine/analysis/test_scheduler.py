@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine.analysis import costs
-from engine.caches.pool import blocks_for
+from engine.caches.allocator import blocks_for
 from engine.sampling import sample
 from engine.analysis.scheduler import (
     SAMPLING,

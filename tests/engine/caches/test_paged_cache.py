@@ -10,7 +10,7 @@ import pytest
 from engine import KVCache, Transformer
 from engine.analysis.costs import kv_cache_bytes
 from engine.caches.paged import BlockPool, PagedCache
-from engine.caches.pool import PoolFullError
+from engine.caches.allocator import PoolFullError
 
 BLOCK_SIZES = (1, 3, 16)
 

@@ -260,7 +260,7 @@ def test_rewind_only_to_what_the_codes_still_hold():
 
 def _default_prompts():
     """The prompts the model demos open on, in both languages (what the page promises about)."""
-    from lessons import registry
+    from lessons.common import registry
 
     found = set()
     for name in ("attention", "kv_cache", "kv_quant", "layers", "next_token"):

@@ -75,7 +75,7 @@ def test_a_dry_run_writes_every_section(tmp_path, monkeypatch, capsys):
     assert all(g["met"] is None for g in doc["goals"].values())  # a CPU stand-in proves no GPU goal
     # the benchmark page reads this very format; a dry run itself is never published
     from engine.bench_results import store
-    from lessons.bench import page
+    from lessons.benchmarks import bench_measured as page
 
     with pytest.raises(ValueError, match="not measured on a GPU"):
         store.check_gpu_check(doc)

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from lessons import tokens
+from lessons.plate02_tokens import tokens
 
 bpe = pytest.importorskip("bpe_openai", reason="bpe-openai is not installed: pip install -e '.[test]'")
 

@@ -1,0 +1,1 @@
+"""Plate 3, embeddings (docs/plates/03-embeddings.md)."""

@@ -1,0 +1,1 @@
+"""Plate 4, attention (docs/plates/04-attention.md)."""

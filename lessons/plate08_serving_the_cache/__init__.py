@@ -1,0 +1,1 @@
+"""Plate 8, serving the cache (docs/plates/08-serving-the-cache.md): paging and batching."""
