@@ -75,7 +75,8 @@ class KernelSass:
 
 
 def tool_dir() -> Path:
-    """The folder of the cuobjdump and nvdisasm executables of the nvidia-cuda-* wheels."""
+    """The folder of the cuobjdump and nvdisasm executables: the nvidia-cuda-* wheels', else a
+    CUDA toolkit's on PATH."""
     import importlib.util
 
     for pkg in ('nvidia.cu13', 'nvidia.cuda_cuobjdump', 'nvidia'):
@@ -88,6 +89,11 @@ def tool_dir() -> Path:
                 d = Path(loc) / sub
                 if (d / 'cuobjdump').exists() and (d / 'nvdisasm').exists():
                     return d
+    import shutil
+
+    found = shutil.which('cuobjdump')  # a CUDA toolkit's (the H200 image has one)
+    if found and (Path(found).parent / 'nvdisasm').exists():
+        return Path(found).parent
     raise SassToolMissing('cuobjdump and nvdisasm not found: pip install ".[cuda-check]" '
                           '(nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm)')
 
